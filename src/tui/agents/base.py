@@ -1,0 +1,51 @@
+"""The contract between the engine and one agent CLI adapter."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Protocol
+
+from tui.engine.procs import ProcIdentity
+from tui.model.states import State
+from tui.model.task import Task
+
+
+@dataclass
+class RunResult:
+    """How one attempt ended, as the adapter saw it. The engine decides the task state."""
+
+    outcome: State  # COMPLETED, FAILED, BUDGET_EXCEEDED, or READY (review gate)
+    exit_code: int | None = None
+    error: str = ""
+    cost_usd: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    session_id: str = ""
+    result: str | None = None
+
+
+class RunContext(Protocol):
+    """What the engine hands an adapter for one attempt."""
+
+    task: Task
+    run_id: int
+    attempt: int
+    env: dict[str, str]
+    shell: str
+
+    async def output(self, stream: int, lines: list[str]) -> None:
+        """Record lines of stdout (1) or stderr (2). May wait when the writer is behind."""
+
+    async def process_started(self, proc: asyncio.subprocess.Process, ident: ProcIdentity) -> None:
+        """Report the agent's process group so the engine can time it out, cancel and recover."""
+
+
+class Adapter(Protocol):
+    type: str
+
+    async def run(self, ctx: RunContext) -> RunResult: ...
+
+
+class AdapterError(Exception):
+    """The task cannot start (missing file, bad directory...). Shown to the user as is."""

@@ -1,0 +1,10 @@
+"""Which adapter runs which `agent.type`."""
+
+from __future__ import annotations
+
+from tui.agents.base import Adapter
+from tui.agents.shell import ShellAdapter
+
+
+def default_adapters() -> dict[str, Adapter]:
+    return {"shell": ShellAdapter()}

@@ -1,0 +1,17 @@
+"""`tui cancel | retry | approve ID`: through the live engine if one runs, else on the store."""
+
+from __future__ import annotations
+
+import argparse
+
+from tui.cli.common import open_store
+from tui.engine.client import connect
+
+
+async def cmd_control(args: argparse.Namespace) -> int:
+    async with open_store(args.db) as store:
+        task_id = await store.resolve(args.task)
+        client = await connect(store)
+        reply = await getattr(client, args.command)(task_id)
+    print(reply)
+    return 0

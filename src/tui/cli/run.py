@@ -1,0 +1,141 @@
+"""`tui run` and `tui validate`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+
+from tui.cli.common import err, open_store, print_transition
+from tui.engine.client import InboxClient, live_engine_pid
+from tui.engine.events import Cursor, OutputBatch
+from tui.engine.scheduler import Engine
+from tui.model.issues import Issue
+from tui.model.loader import load_task_files
+from tui.model.states import State
+from tui.model.task import Task
+from tui.store.db import Store
+from tui.store.records import TaskRecord
+
+
+def _print_warnings(warnings: list[Issue]) -> None:
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+async def cmd_validate(args: argparse.Namespace) -> int:
+    result = load_task_files(args.files)  # raises TaskFileError with every problem
+    _print_warnings(result.warnings)
+    print(f"ok: {len(result.tasks)} task(s) valid")
+    return 0
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    async with open_store(args.db) as store:
+        tasks: list[Task] = []
+        if args.files:
+            result = load_task_files(args.files, known_ids=await store.all_ids())
+            _print_warnings(result.warnings)
+            tasks = result.tasks
+        pid = await live_engine_pid(store)
+        if pid is not None:
+            return await _run_via_engine(store, pid, tasks, args)
+        engine = Engine(
+            store,
+            concurrency=args.concurrency,
+            auto_approve=not args.manual_approve,
+            shell=args.shell,
+        )
+        return await _run_here(engine, tasks, args.json)
+
+
+async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
+    """Schedule in this process until every task in scope is final."""
+    store = engine.store
+    since = await store.cursor()
+    await engine.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)
+    printer = None
+    try:
+        printer = asyncio.create_task(_print_events(engine, Cursor(*since), as_json))
+        ids = await engine.submit(tasks) if tasks else []
+        scope = set(ids) | set(engine.unsettled_ids())
+        if not scope:
+            print("nothing to run: every stored task is final", file=sys.stderr)
+            return 0
+        done = asyncio.create_task(engine.wait_settled(scope))
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        interrupted = stopped.done()
+        done.cancel()
+        stopped.cancel()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+        await engine.stop()
+        await asyncio.sleep(0)  # let the printer see the last events
+        if printer:
+            printer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await printer
+    if interrupted:
+        err("interrupted: running tasks were stopped; `tui run` continues them")
+        return 130
+    return _summary([(await engine.get(i)) for i in sorted(scope)])
+
+
+async def _print_events(engine: Engine, since: Cursor, as_json: bool) -> None:
+    names: dict[str, str] = {}
+    async for ev in engine.events(since):
+        if isinstance(ev, OutputBatch) or ev.to_state is None:
+            continue
+        if ev.task_id not in names:
+            rec = await engine.get(ev.task_id) or await engine.store.get_task(ev.task_id)
+            if rec is None:
+                continue
+            names[ev.task_id] = rec.name
+        print_transition(ev, names[ev.task_id], as_json)
+
+
+def _summary(records: Sequence[TaskRecord | None]) -> int:
+    counts: dict[str, int] = {}
+    for r in records:
+        if r is not None:
+            counts[r.state.value] = counts.get(r.state.value, 0) + 1
+    print(
+        "done: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())), file=sys.stderr
+    )
+    ok = all(r is not None and r.state == State.COMPLETED for r in records)
+    return 0 if ok else 1
+
+
+async def _run_via_engine(
+    store: Store, pid: int, tasks: list[Task], args: argparse.Namespace
+) -> int:
+    """Another process schedules this database: hand it the tasks and watch them finish."""
+    if not tasks:
+        err(
+            f"an engine (pid {pid}) is already running tasks from {store.path}; "
+            "follow it with `tui ls` / `tui logs -f`"
+        )
+        return 1
+    client = InboxClient(store, pid)
+    since = (await store.cursor())[0]
+    ids = set(await client.submit(tasks))
+    print(f"submitted {len(ids)} task(s) to the engine (pid {pid})", file=sys.stderr)
+    names = {t.id: t.name for t in tasks}
+    while True:
+        for ev in await store.read_events(since):
+            since = ev.id
+            if ev.task_id in ids and ev.to_state is not None:
+                print_transition(ev, names[ev.task_id], args.json)
+        records = [await store.get_task(i) for i in ids]
+        if all(r is not None and r.settled for r in records):
+            return _summary(records)
+        await asyncio.sleep(0.2)  # the engine lives in another process: poll the journal

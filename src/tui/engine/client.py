@@ -1,0 +1,78 @@
+"""How a process that does not own the engine reaches it.
+
+The CLI (and later the app) holds an ``EngineClient``: the engine itself when it runs in this
+process, an ``InboxClient`` when another process schedules the database (commands go through the
+store's command inbox and the reply comes back the same way), or an engine loaded without
+scheduling when nothing runs (commands then change the store directly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Protocol
+
+from tui.engine.procs import proc_start_time
+from tui.engine.scheduler import Engine, EngineError
+from tui.model.task import Task
+from tui.store.db import Store
+
+REPLY_TIMEOUT = 30.0
+
+
+class EngineClient(Protocol):
+    async def submit(self, tasks: list[Task]) -> list[str]: ...
+    async def approve(self, task_id: str) -> str: ...
+    async def cancel(self, task_id: str) -> str: ...
+    async def retry(self, task_id: str) -> str: ...
+
+
+class InboxClient:
+    def __init__(self, store: Store, engine_pid: int) -> None:
+        self.store = store
+        self.engine_pid = engine_pid
+
+    async def _call(self, kind: str, payload: dict) -> str:
+        command_id = await self.store.enqueue_command(kind, payload)
+        deadline = time.monotonic() + REPLY_TIMEOUT
+        while (reply := await self.store.command_reply(command_id)) is None:
+            if time.monotonic() > deadline:
+                raise EngineError(
+                    f"the engine (pid {self.engine_pid}) did not answer in "
+                    f"{REPLY_TIMEOUT:.0f}s; is it stuck?"
+                )
+            await asyncio.sleep(0.05)  # polling the reply row; the engine commits it
+        ok, text = reply
+        if not ok:
+            raise EngineError(text)
+        return text
+
+    async def submit(self, tasks: list[Task]) -> list[str]:
+        reply = await self._call("submit", {"tasks": [t.model_dump(mode="json") for t in tasks]})
+        return reply.split()
+
+    async def approve(self, task_id: str) -> str:
+        return await self._call("approve", {"task_id": task_id})
+
+    async def cancel(self, task_id: str) -> str:
+        return await self._call("cancel", {"task_id": task_id})
+
+    async def retry(self, task_id: str) -> str:
+        return await self._call("retry", {"task_id": task_id})
+
+
+async def live_engine_pid(store: Store) -> int | None:
+    for _id, pid, start in await store.engines():
+        if start is not None and proc_start_time(pid) == start:
+            return pid
+    return None
+
+
+async def connect(store: Store) -> EngineClient:
+    """The live engine of this database if there is one, else direct access to the store."""
+    pid = await live_engine_pid(store)
+    if pid is not None:
+        return InboxClient(store, pid)
+    engine = Engine(store)
+    await engine.load()
+    return engine

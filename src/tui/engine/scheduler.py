@@ -1,0 +1,648 @@
+"""The asyncio scheduler: queue, priorities, concurrency, dependencies, timeouts, retries,
+recovery, and the command API every viewer uses.
+
+The database is the source of truth; the engine keeps an in-memory copy of the tasks it
+schedules so that deciding what runs next never rescans the store. Only one engine schedules a
+database at a time; other processes reach it through the command inbox (see ``client``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import logging
+import os
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.agents.base import Adapter, AdapterError, RunResult
+from tui.engine.clock import Clock, RealClock
+from tui.engine.events import Cursor, Event, OutputBatch
+from tui.engine.procs import ProcIdentity, kill_orphan_group, proc_start_time, terminate_group
+from tui.engine.retry import retry_delay
+from tui.model.duration import format_duration
+from tui.model.states import UNSUCCESSFUL, State
+from tui.model.task import Task
+from tui.store.db import Store, StoreError
+from tui.store.records import STDERR, EventRecord, OutputLine, TaskRecord
+
+log = logging.getLogger(__name__)
+
+FLUSH_INTERVAL = 0.05  # seconds between output batches (a UI frame or so)
+FLUSH_HIGH_WATER = 20_000  # lines buffered before a producer waits for the writer
+INBOX_POLL = 0.1  # seconds between looks at the command inbox
+
+
+class EngineError(Exception):
+    """A command that cannot be carried out; the message says why and what to do."""
+
+
+class EngineBusy(EngineError):
+    """Another live engine already schedules this database."""
+
+
+@dataclass
+class _Run:
+    task_id: str
+    run_id: int
+    attempt: int
+    seq: int = 0
+    proc: asyncio.subprocess.Process | None = None
+    ident: ProcIdentity | None = None
+    kill_reason: str = ""  # "timeout" | "cancel" | "shutdown"
+    runner: asyncio.Task[None] | None = None
+    # The timeout counts only while the agent works, not while it waits on a human:
+    # exactly one of these two is set at any time.
+    working: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class _Ctx:
+    """RunContext handed to adapters."""
+
+    def __init__(self, engine: Engine, run: _Run, task: Task) -> None:
+        self._engine = engine
+        self._run = run
+        self.task = task
+        self.run_id = run.run_id
+        self.attempt = run.attempt
+        self.shell = engine.shell
+        self.env = {
+            **os.environ,
+            "TUI_TASK_ID": task.id,
+            "TUI_RUN_ID": str(run.run_id),
+            "TUI_ATTEMPT": str(run.attempt),
+            "TUI_DB": str(engine.store.path),
+        }
+
+    async def output(self, stream: int, lines: list[str]) -> None:
+        await self._engine._buffer_output(self._run, stream, lines)
+
+    async def process_started(self, proc: asyncio.subprocess.Process, ident: ProcIdentity) -> None:
+        self._run.proc = proc
+        self._run.ident = ident
+        await self._engine.store.set_run_process(
+            self._run.run_id, ident.pid, ident.pgid, ident.start_time
+        )
+
+
+class Engine:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        concurrency: int = 4,
+        agent_limits: dict[str, int] | None = None,
+        auto_approve: bool = True,
+        adapters: dict[str, Adapter] | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        kill_grace: float = 5.0,
+        shell: str = "bash",
+    ) -> None:
+        from tui.agents.registry import default_adapters
+
+        self.store = store
+        self.id = uuid.uuid4().hex
+        self.concurrency = max(1, concurrency)
+        self.agent_limits = dict(agent_limits or {})
+        self.auto_approve = auto_approve
+        self.adapters = adapters if adapters is not None else default_adapters()
+        self.clock = clock or RealClock()
+        self.rng = rng or random.Random()
+        self.kill_grace = kill_grace
+        self.shell = shell
+
+        self._tasks: dict[str, TaskRecord] = {}
+        self._dependents: dict[str, set[str]] = {}
+        self._queue: list[tuple[int, int, str]] = []  # (priority rank, submit seq, id)
+        self._running: dict[str, _Run] = {}
+        self._runners: set[asyncio.Task[None]] = set()  # until each has fully finished
+        self._wake = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self._loops: list[asyncio.Task[None]] = []
+        self._started = False
+        # Held while a batch is submitted, so priorities order the whole batch.
+        self._batch = asyncio.Lock()
+
+        self._out_rows: list[tuple[str, int, int, int, float, str]] = []
+        self._out_lock = asyncio.Lock()
+        self._out_ready = asyncio.Event()
+        self._subscribers: set[asyncio.Queue[Event]] = set()
+        self._published = Cursor()
+        self._pump_lock = asyncio.Lock()
+
+    # -- life cycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for engine_id, pid, start in await self.store.engines():
+            if start is not None and proc_start_time(pid) == start:
+                raise EngineBusy(
+                    f"another tui engine (pid {pid}) is already running tasks from "
+                    f"{self.store.path}; commands go to it, or stop it first"
+                )
+            await self.store.unregister_engine(engine_id)  # it died without saying so
+        await self.store.register_engine(self.id, os.getpid(), proc_start_time(os.getpid()))
+        self._published = Cursor(*await self.store.cursor())
+        await self._recover()
+        self._started = True
+        self._loops = [
+            asyncio.create_task(self._schedule_loop(), name="tui-scheduler"),
+            asyncio.create_task(self._flush_loop(), name="tui-output"),
+            asyncio.create_task(self._inbox_loop(), name="tui-inbox"),
+        ]
+        await self._pump()
+
+    async def stop(self) -> None:
+        """Stop scheduling; running attempts are ended as interrupted and retried next start."""
+        if not self._started:
+            return
+        self._started = False
+        for loop in self._loops:
+            loop.cancel()
+        for loop in self._loops:
+            with contextlib.suppress(asyncio.CancelledError):
+                await loop
+        runs = list(self._running.values())
+        for run in runs:
+            run.kill_reason = run.kill_reason or "shutdown"
+        await asyncio.gather(*(self._kill(run) for run in runs))
+        await asyncio.gather(*self._runners, return_exceptions=True)
+        await self._flush_output()
+        await self.store.unregister_engine(self.id)
+        await self._pump()
+
+    async def __aenter__(self) -> Engine:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def _recover(self) -> None:
+        """Reconcile what a dead engine left behind, then load every task."""
+        for run in await self.store.runs(open_only=True):
+            if run.pid and run.pgid:
+                kill_orphan_group(ProcIdentity(run.pid, run.pgid, run.proc_start or -1))
+            await self.store.end_run(run.id, outcome="interrupted", error="interrupted")
+        records = await self.load()
+        for r in records:
+            if r.state == State.RUNNING:
+                await self._after_attempt(r, State.FAILED, "interrupted")
+            elif r.state == State.QUEUED:
+                self._enqueue(r)
+        for r in records:
+            if r.state == State.PENDING:
+                await self._check_pending(r)
+
+    async def load(self) -> list[TaskRecord]:
+        """Read every task into memory. Enough on its own for commands without scheduling."""
+        records = await self.store.list_tasks()
+        self._tasks = {r.id: r for r in records}
+        self._dependents = {}
+        for r in records:
+            for dep in r.depends_on:
+                self._dependents.setdefault(dep, set()).add(r.id)
+        return records
+
+    # -- the command API -------------------------------------------------------------------
+
+    async def submit(self, tasks: Sequence[Task]) -> list[str]:
+        known = set(self._tasks) | {t.id for t in tasks}
+        for t in tasks:
+            missing = [d for d in t.depends_on if d not in known]
+            if missing:
+                raise EngineError(f"task {t.name!r} depends on unknown task ids: {missing}")
+        async with self._batch:
+            try:
+                await self.store.insert_tasks(tasks, approved=self.auto_approve)
+            except StoreError as e:
+                raise EngineError(str(e)) from None
+            for t in tasks:
+                rec = await self.store.get_task(t.id)
+                assert rec is not None
+                self._tasks[t.id] = rec
+                for dep in rec.depends_on:
+                    self._dependents.setdefault(dep, set()).add(t.id)
+            for t in tasks:
+                await self._check_pending(self._tasks[t.id])
+        await self._changed_now()
+        return [t.id for t in tasks]
+
+    async def approve(self, task_id: str) -> str:
+        rec = self._get(task_id)
+        if rec.state != State.PENDING:
+            raise EngineError(f"{rec.name} is {rec.state}, only PENDING tasks need approval")
+        if rec.approved:
+            return f"{rec.name} was already approved"
+        await self.store.update_task(task_id, approved=1)
+        rec.approved = True
+        await self._check_pending(rec)
+        await self._changed_now()
+        return f"approved {rec.name}"
+
+    async def cancel(self, task_id: str, reason: str = "cancelled by user") -> str:
+        rec = self._get(task_id)
+        run = self._running.get(task_id)
+        if run is None and rec.state == State.RUNNING:
+            raise EngineError(
+                f"{rec.name} is RUNNING under an engine that is gone; `tui run` recovers it first"
+            )
+        if run is not None:
+            run.kill_reason = "cancel"
+            await self._kill(run)
+            if run.runner:
+                await asyncio.shield(run.runner)
+            return f"cancelled {rec.name}"
+        if rec.state in (State.PENDING, State.QUEUED, State.READY) and await self._move(
+            rec, rec.state, State.CANCELLED, reason
+        ):
+            await self._cascade_failure(rec)
+            return f"cancelled {rec.name}"
+        if rec.state in UNSUCCESSFUL and rec.retry_at is not None:
+            await self.store.update_task(task_id, retry_at=None)
+            rec.retry_at = None
+            await self._cascade_failure(rec)
+            await self._changed_now()
+            return f"cancelled the pending retry of {rec.name}; it stays {rec.state}"
+        raise EngineError(f"{rec.name} is {rec.state}: nothing to cancel")
+
+    async def retry(self, task_id: str) -> str:
+        rec = self._get(task_id)
+        if rec.state not in UNSUCCESSFUL and rec.state != State.BLOCKED:
+            raise EngineError(
+                f"{rec.name} is {rec.state}; only failed, timed-out, cancelled or "
+                "over-budget tasks can be retried"
+            )
+        waiting = self._unfinished_deps(rec)
+        if waiting:
+            names = ", ".join(self._tasks[d].name if d in self._tasks else d for d in waiting)
+            raise EngineError(f"{rec.name} still waits on {names}: retry those first")
+        # A manual retry grants a fresh round of attempts.
+        if not await self._move(
+            rec,
+            rec.state,
+            State.QUEUED,
+            "retried by user",
+            attempt_base=rec.attempts,
+            retry_at=None,
+        ):
+            raise EngineError(f"{rec.name} changed state meanwhile; try again")
+        rec.attempt_base, rec.retry_at = rec.attempts, None
+        self._enqueue(rec)
+        await self._changed_now()
+        return f"queued {rec.name} again"
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        return self._tasks.get(task_id)
+
+    async def list_tasks(self) -> list[TaskRecord]:
+        return sorted(self._tasks.values(), key=lambda r: r.submit_seq)
+
+    def settled(self, task_id: str) -> bool:
+        """Nothing more will happen to this task without a person."""
+        return self._tasks[task_id].settled
+
+    async def wait_settled(self, task_ids: Iterable[str]) -> None:
+        ids = list(task_ids)
+        async with self._changed:
+            await self._changed.wait_for(lambda: all(self.settled(i) for i in ids))
+
+    def unsettled_ids(self) -> list[str]:
+        return [i for i in self._tasks if not self.settled(i)]
+
+    # -- the event stream ------------------------------------------------------------------
+
+    async def events(self, since: Cursor | None = None) -> AsyncIterator[Event]:
+        """Everything after ``since`` (None = from now), stored first, then live."""
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._subscribers.add(queue)
+        try:
+            if since is None:
+                since = self._published
+            last_event, last_output = since
+            while batch := await self.store.read_events(last_event):
+                for ev in batch:
+                    yield ev
+                last_event = batch[-1].id
+            while lines := await self.store.read_output(after_id=last_output):
+                yield OutputBatch(lines)
+                last_output = lines[-1].id
+            while True:
+                item = await queue.get()
+                if isinstance(item, OutputBatch):
+                    fresh = [ln for ln in item.lines if ln.id > last_output]
+                    if fresh:
+                        last_output = fresh[-1].id
+                        yield OutputBatch(fresh)
+                elif item.id > last_event:
+                    last_event = item.id
+                    yield item
+        finally:
+            self._subscribers.discard(queue)
+
+    def _publish(self, item: Event) -> None:
+        for q in self._subscribers:
+            q.put_nowait(item)
+
+    async def _pump(self) -> None:
+        """Publish journal rows committed since the last pump, in commit order."""
+        async with self._pump_lock:
+            while batch := await self.store.read_events(self._published.event_id):
+                for ev in batch:
+                    self._publish(ev)
+                self._published = self._published._replace(event_id=batch[-1].id)
+
+    async def _changed_now(self) -> None:
+        await self._pump()
+        self._wake.set()
+        async with self._changed:
+            self._changed.notify_all()
+
+    # -- state changes ---------------------------------------------------------------------
+
+    def _get(self, task_id: str) -> TaskRecord:
+        rec = self._tasks.get(task_id)
+        if rec is None:
+            raise EngineError(f"no task with id {task_id!r}")
+        return rec
+
+    async def _move(
+        self,
+        rec: TaskRecord,
+        expected: State | Collection[State],
+        to: State,
+        reason: str,
+        **updates: Any,
+    ) -> bool:
+        ok = await self.store.transition(rec.id, expected, to, reason, **updates)
+        if ok:
+            rec.state, rec.reason = to, reason
+            for k, v in updates.items():
+                if hasattr(rec, k):
+                    setattr(rec, k, v)
+            await self._changed_now()
+        return ok
+
+    def _unfinished_deps(self, rec: TaskRecord) -> list[str]:
+        return [
+            d
+            for d in rec.depends_on
+            if d not in self._tasks or self._tasks[d].state != State.COMPLETED
+        ]
+
+    async def _check_pending(self, rec: TaskRecord) -> None:
+        """Queue a PENDING task whose dependencies are done, or cancel it if one failed."""
+        if rec.state != State.PENDING:
+            return
+        for dep_id in rec.depends_on:
+            dep = self._tasks.get(dep_id)
+            if dep is not None and dep.state in UNSUCCESSFUL and dep.retry_at is None:
+                await self._move(
+                    rec, State.PENDING, State.CANCELLED, f"dependency {dep.name} ended {dep.state}"
+                )
+                await self._cascade_failure(rec)
+                return
+        ready = rec.approved and not self._unfinished_deps(rec)
+        if ready and await self._move(rec, State.PENDING, State.QUEUED, "ready to run"):
+            self._enqueue(rec)
+
+    async def _cascade_failure(self, rec: TaskRecord) -> None:
+        for dep_id in sorted(self._dependents.get(rec.id, ())):
+            await self._check_pending(self._tasks[dep_id])
+
+    async def _after_attempt(self, rec: TaskRecord, outcome: State, reason: str) -> None:
+        """RUNNING → outcome, scheduling an automatic retry when the policy allows one."""
+        updates: dict[str, Any] = {}
+        retrying = (
+            outcome in (State.FAILED, State.TIMED_OUT)
+            and rec.attempt_in_round < rec.task.retry.max_attempts
+        )
+        if retrying:
+            delay = retry_delay(rec.task.retry, rec.attempt_in_round, self.rng)
+            updates["retry_at"] = self.clock.now() + delay
+            reason = (
+                f"{reason}; retry {rec.attempt_in_round + 1}/{rec.task.retry.max_attempts}"
+                f" in {format_duration(round(delay, 1))}"
+            )
+        if not await self._move(rec, State.RUNNING, outcome, reason, **updates):
+            return
+        if outcome == State.COMPLETED:
+            for dep_id in sorted(self._dependents.get(rec.id, ())):
+                await self._check_pending(self._tasks[dep_id])
+        elif not retrying and outcome in UNSUCCESSFUL:
+            await self._cascade_failure(rec)
+
+    def _enqueue(self, rec: TaskRecord) -> None:
+        from tui.store.db import PRIORITY_RANK
+
+        rank = PRIORITY_RANK.get(rec.task.priority.value, 1)
+        heapq.heappush(self._queue, (rank, rec.submit_seq, rec.id))
+        self._wake.set()
+
+    # -- scheduling ------------------------------------------------------------------------
+
+    async def _schedule_loop(self) -> None:
+        while True:
+            self._wake.clear()
+            async with self._batch:
+                next_due = await self._due_retries()
+                await self._start_runnable()
+            waits = [asyncio.create_task(self._wake.wait())]
+            if next_due is not None:
+                waits.append(asyncio.create_task(self.clock.sleep(next_due - self.clock.now())))
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waits:
+                    w.cancel()
+
+    async def _due_retries(self) -> float | None:
+        now = self.clock.now()
+        next_due: float | None = None
+        for rec in list(self._tasks.values()):
+            if rec.retry_at is None or rec.state not in UNSUCCESSFUL:
+                continue
+            if rec.retry_at <= now:
+                if await self._move(rec, rec.state, State.QUEUED, "automatic retry", retry_at=None):
+                    self._enqueue(rec)
+            elif next_due is None or rec.retry_at < next_due:
+                next_due = rec.retry_at
+        return next_due
+
+    def _slots_free(self, agent_type: str) -> bool:
+        if len(self._running) >= self.concurrency:
+            return False
+        limit = self.agent_limits.get(agent_type)
+        if limit is None:
+            return True
+        busy = sum(
+            1
+            for r in self._running.values()
+            if self._tasks[r.task_id].task.agent.type == agent_type
+        )
+        return busy < limit
+
+    async def _start_runnable(self) -> None:
+        held: list[tuple[int, int, str]] = []  # queued behind a per-agent limit
+        while self._queue and len(self._running) < self.concurrency:
+            item = heapq.heappop(self._queue)
+            rec = self._tasks.get(item[2])
+            if rec is None or rec.state != State.QUEUED or rec.id in self._running:
+                continue
+            if not self._slots_free(rec.task.agent.type):
+                held.append(item)
+                continue
+            await self._start(rec)
+        for item in held:
+            heapq.heappush(self._queue, item)
+
+    async def _start(self, rec: TaskRecord) -> None:
+        began = await self.store.begin_run(rec.id, self.id)
+        if began is None:
+            return
+        run_id, attempt = began
+        rec.state, rec.reason, rec.attempts, rec.retry_at = State.RUNNING, "", attempt, None
+        run = _Run(rec.id, run_id, attempt)
+        run.working.set()
+        self._running[rec.id] = run
+        run.runner = asyncio.create_task(self._execute(rec, run), name=f"run-{rec.name}")
+        self._runners.add(run.runner)
+        run.runner.add_done_callback(self._runners.discard)
+        await self._changed_now()
+
+    async def _execute(self, rec: TaskRecord, run: _Run) -> None:
+        watchdog = None
+        if rec.task.timeout > 0:
+            watchdog = asyncio.create_task(self._watchdog(run, rec.task.timeout))
+        adapter = self.adapters.get(rec.task.agent.type)
+        try:
+            if adapter is None:
+                result = RunResult(
+                    State.FAILED,
+                    error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
+                )
+            else:
+                result = await adapter.run(_Ctx(self, run, rec.task))
+        except AdapterError as e:
+            result = RunResult(State.FAILED, error=str(e))
+        except asyncio.CancelledError:
+            result = RunResult(State.FAILED, error="interrupted")
+        except Exception as e:  # an adapter bug must not take the scheduler down
+            log.exception("adapter %s crashed", rec.task.agent.type)
+            result = RunResult(State.FAILED, error=f"internal error: {type(e).__name__}: {e}")
+        finally:
+            if watchdog:
+                watchdog.cancel()
+            if run.ident is not None:
+                await terminate_group(run.ident.pgid, grace=0.5)
+        await self._finish(rec, run, result)
+
+    async def _finish(self, rec: TaskRecord, run: _Run, result: RunResult) -> None:
+        outcome, error = result.outcome, result.error
+        if run.kill_reason == "timeout":
+            outcome = State.TIMED_OUT
+            error = f"timed out after {format_duration(rec.task.timeout)}"
+        elif run.kill_reason == "cancel":
+            outcome, error = State.CANCELLED, "cancelled by user"
+        elif run.kill_reason == "shutdown":
+            outcome, error = State.FAILED, "interrupted"
+        if error and outcome != State.COMPLETED:
+            await self._buffer_output(run, STDERR, [f"[tui] {error}"])
+        await self._flush_output()
+        await self.store.end_run(
+            run.run_id,
+            outcome=outcome.value,
+            exit_code=result.exit_code,
+            error=error,
+            cost_usd=result.cost_usd,
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            session_id=result.session_id,
+        )
+        rec.cost_usd += result.cost_usd
+        rec.tokens_in += result.tokens_in
+        rec.tokens_out += result.tokens_out
+        self._running.pop(rec.id, None)
+        await self._after_attempt(rec, outcome, error or "exit code 0")
+        if outcome == State.CANCELLED:
+            await self._cascade_failure(rec)
+        await self._changed_now()
+
+    async def _watchdog(self, run: _Run, timeout: float) -> None:
+        remaining = timeout
+        loop = asyncio.get_running_loop()
+        while remaining > 0:
+            await run.working.wait()
+            started = loop.time()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.waiting.wait(), remaining)
+            remaining -= loop.time() - started
+        run.kill_reason = run.kill_reason or "timeout"
+        await self._kill(run)
+
+    async def _kill(self, run: _Run) -> None:
+        if run.ident is not None:
+            await terminate_group(run.ident.pgid, grace=self.kill_grace, proc=run.proc)
+        elif run.runner is not None and not run.runner.done():
+            run.runner.cancel()
+
+    # -- output ----------------------------------------------------------------------------
+
+    async def _buffer_output(self, run: _Run, stream: int, lines: list[str]) -> None:
+        now = time.time()
+        for text in lines:
+            run.seq += 1
+            self._out_rows.append((run.task_id, run.run_id, stream, run.seq, now, text))
+        self._out_ready.set()
+        if len(self._out_rows) >= FLUSH_HIGH_WATER:
+            await self._flush_output()  # backpressure: the pipe fills, the producer waits
+
+    async def _flush_output(self) -> None:
+        async with self._out_lock:
+            rows, self._out_rows = self._out_rows, []
+            if not rows:
+                return
+            stored: list[OutputLine] = await self.store.append_output(rows)
+            self._published = self._published._replace(output_id=stored[-1].id)
+            self._publish(OutputBatch(stored))
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._out_ready.wait()
+            self._out_ready.clear()
+            await asyncio.sleep(FLUSH_INTERVAL)  # gather a frame's worth of lines
+            await self._flush_output()
+
+    # -- commands from other processes -----------------------------------------------------
+
+    async def _inbox_loop(self) -> None:
+        while True:
+            for command_id, kind, payload in await self.store.pending_commands():
+                ok, reply = await self.dispatch(kind, payload)
+                await self.store.finish_command(command_id, ok, reply)
+            await asyncio.sleep(INBOX_POLL)
+
+    async def dispatch(self, kind: str, payload: dict[str, Any]) -> tuple[bool, str]:
+        """Run one named command; used by the inbox and, later, the daemon socket."""
+        try:
+            if kind == "submit":
+                tasks = [Task.model_validate(t) for t in payload["tasks"]]
+                ids = await self.submit(tasks)
+                return True, " ".join(ids)
+            handler = {"approve": self.approve, "cancel": self.cancel, "retry": self.retry}.get(
+                kind
+            )
+            if handler is None:
+                return False, f"unknown command {kind!r}"
+            return True, await handler(payload["task_id"])
+        except EngineError as e:
+            return False, str(e)
+
+
+__all__ = ["Engine", "EngineBusy", "EngineError", "EventRecord"]

@@ -1,0 +1,92 @@
+"""Turn one pydantic error into a human message and a fix; never pydantic's own wording."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import ErrorDetails
+
+from tui.model.suggest import did_you_mean
+from tui.model.task import AGENT_TYPES, AgentConfig, RetryConfig, Task
+
+_DURATION_FIX = 'write a Go duration such as "30m", "1h30m" or "45s", or 0 for no limit'
+_LIST_FIX = "write a list, e.g. [a, b] or one '- item' per line"
+
+# What to write instead, by field path inside a task (list indexes dropped).
+FIXES: dict[str, str] = {
+    "id": "give the task a unique id, or leave `id` out to get a generated one",
+    "name": "add `name: <short title>` to the task",
+    "agent": "add an `agent:` mapping with at least `instructions: <what to do>`",
+    "agent.instructions": "add `instructions: <what the agent should do>` under `agent:`",
+    "agent.type": f"use one of {', '.join(AGENT_TYPES)}; leave it out for claude",
+    "agent.permission_mode": "use one of the listed modes, or leave it out for the default",
+    "agent.max_budget_usd": "use a dollar amount >= 0, or 0 for no budget limit",
+    "timeout": _DURATION_FIX,
+    "retry.delay": 'write a Go duration such as "2s" or "500ms"',
+    "retry.max_attempts": "use a whole number >= 1 (1 means no retries)",
+    "retry.backoff": "use linear or exponential, or leave it out for a fixed delay",
+    "priority": "use high, normal or low, or leave it out",
+    "depends_on": "list task ids or names of tasks in the same file",
+    "tags": "write tags as a list of strings, e.g. [backend, urgent]",
+}
+
+_CONTAINERS: dict[tuple[str, ...], type[BaseModel]] = {
+    (): Task,
+    ("agent",): AgentConfig,
+    ("retry",): RetryConfig,
+}
+
+
+def field_key(loc: tuple[str | int, ...]) -> str:
+    """Dotted field path without list indexes, for looking up ``FIXES``."""
+    return ".".join(str(p) for p in loc if isinstance(p, str))
+
+
+def human_error(err: ErrorDetails) -> tuple[str, str]:
+    """(message, fix) for one pydantic error whose loc is relative to a task mapping."""
+    loc = tuple(err["loc"])
+    kind = err["type"]
+    key = field_key(loc)
+    name = key or "task"
+    value: Any = err.get("input")
+    fix = FIXES.get(key, "")
+
+    if kind == "extra_forbidden":
+        owner = _CONTAINERS.get(tuple(str(p) for p in loc[:-1]))
+        allowed = list(owner.model_fields) if owner else []
+        guess = did_you_mean(str(loc[-1]), allowed)
+        if guess:
+            fix = f"did you mean `{guess[0]}`?"
+        else:
+            fix = f"remove it; allowed keys here: {', '.join(allowed)}"
+        return f"unknown key '{loc[-1]}'", fix
+    if kind == "missing":
+        return f"{name} is required", fix
+    if kind == "value_error":
+        ctx = err.get("ctx") or {}
+        message = str(ctx.get("error", "invalid value"))
+        return message, fix or "correct the value"
+    if kind in ("string_type", "string_sub_type"):
+        plain = isinstance(value, int | float | bool)
+        return f"{name} must be text; got {value!r}", fix or (
+            f'quote it: "{value}"' if plain else "write plain text"
+        )
+    if kind == "list_type":
+        return f"{name} must be a list; got {value!r}", fix or _LIST_FIX
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        message = f"{name} must be a mapping of settings; got {value!r}"
+        return message, fix or "indent its keys under it"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"{name} must be a whole number; got {value!r}", fix or "write a whole number"
+    if kind in ("float_type", "float_parsing", "finite_number"):
+        return f"{name} must be a number; got {value!r}", fix or "write a number"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"{name} must be true or false; got {value!r}", "write true or false"
+    if kind in ("greater_than_equal", "greater_than"):
+        ctx = err.get("ctx") or {}
+        bound = f"{ctx.get('ge', ctx.get('gt', 0)):g}"
+        op = ">=" if kind == "greater_than_equal" else ">"
+        return f"{name} must be {op} {bound}; got {value!r}", fix or f"use a value {op} {bound}"
+    # Unforeseen kinds: pydantic's short message (no URL), still tied to the field.
+    return f"{name}: {err['msg']}", fix or "correct the value"

@@ -1,0 +1,286 @@
+"""Load task YAML files into validated Tasks, reporting every problem of every file at once."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tui.model.dependencies import find_cycles, resolve_dependencies
+from tui.model.entry import TaskEntry, field_name
+from tui.model.error_text import FIXES, human_error
+from tui.model.issues import Issue, TaskFileError
+from tui.model.task import RUNTIME_FIELDS, Task
+from tui.model.yaml_source import Path as KeyPath
+from tui.model.yaml_source import YamlSyntaxError, parse_yaml
+
+YAML_SUFFIXES = (".yaml", ".yml")
+_SHAPE_FIX = "write one task (name:, agent:) or a `tasks:` list of them"
+
+
+@dataclass
+class LoadResult:
+    tasks: list[Task]
+    warnings: list[Issue]
+
+
+def load_task_files(paths: Sequence[str | Path], known_ids: Collection[str] = ()) -> LoadResult:
+    """Tasks from files and directories; raises ``TaskFileError`` listing every error.
+
+    ``known_ids`` are ids already in the database, valid targets for depends_on.
+    """
+    if isinstance(paths, str | Path):  # a lone path, not a sequence of characters
+        paths = [paths]
+    issues: list[Issue] = []
+    warnings: list[Issue] = []
+    entries: list[TaskEntry] = []
+    files = _expand(paths, issues)
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            issues.append(Issue(str(path), None, "", "file is not UTF-8 text", "save it as UTF-8"))
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            issues.append(
+                Issue(str(path), None, "", f"cannot read file: {reason}", "check its permissions")
+            )
+        else:
+            entries += _read_file(text, str(path), issues, warnings)
+    return _finish(entries, known_ids, issues, warnings, [str(p) for p in files])
+
+
+def load_task_text(text: str, filename: str, known_ids: Collection[str] = ()) -> LoadResult:
+    """Like ``load_task_files`` for text already in memory; ``filename`` labels the issues."""
+    issues: list[Issue] = []
+    warnings: list[Issue] = []
+    entries = _read_file(text, filename, issues, warnings)
+    return _finish(entries, known_ids, issues, warnings, [filename])
+
+
+def _expand(paths: Sequence[str | Path], issues: list[Issue]) -> list[Path]:
+    """Files to read: each given file, and each directory's YAML files sorted by name."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            inside = sorted(
+                (p for p in path.iterdir() if p.is_file() and p.suffix.lower() in YAML_SUFFIXES),
+                key=lambda p: p.name,
+            )
+            if not inside:
+                fix = "put task files ending in .yaml or .yml there, or pass the files themselves"
+                issues.append(Issue(str(path), None, "", "directory has no YAML files", fix))
+            found += inside
+        elif not path.exists():
+            issues.append(Issue(str(path), None, "", "file not found", "check the path"))
+        elif path.suffix.lower() not in YAML_SUFFIXES:
+            issues.append(
+                Issue(str(path), None, "", "not a YAML file", "rename it to end in .yaml or .yml")
+            )
+        else:
+            found.append(path)
+    # The same file named twice (or via its directory) would only produce duplicate ids.
+    unique: dict[Path, Path] = {}
+    for path in found:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
+
+
+def _read_file(
+    text: str, filename: str, issues: list[Issue], warnings: list[Issue]
+) -> list[TaskEntry]:
+    try:
+        parsed = parse_yaml(text)
+    except YamlSyntaxError as exc:
+        where = f" (line {exc.line}, column {exc.column})" if exc.column else ""
+        issues.append(
+            Issue(
+                filename,
+                exc.line,
+                "",
+                f"invalid YAML: {exc.problem}{where}",
+                "check indentation, colons and quotes around that spot",
+            )
+        )
+        return []
+    for path, line, first in parsed.duplicates:
+        issues.append(
+            Issue(
+                filename,
+                line,
+                field_name(path),
+                f"key written twice (first at line {first})",
+                "keep only one; YAML would silently use the last",
+            )
+        )
+
+    data, lines = parsed.data, parsed.lines
+    if data is None:
+        issues.append(Issue(filename, None, "", "file is empty", _SHAPE_FIX))
+        return []
+    if isinstance(data, list):
+        fix = "put the list under a `tasks:` key"
+        issues.append(Issue(filename, 1, "", "top level is a list, not a mapping", fix))
+        return []
+    if not isinstance(data, dict):
+        message = f"top level must be a mapping; got {data!r}"
+        issues.append(Issue(filename, 1, "", message, _SHAPE_FIX))
+        return []
+    if "tasks" not in data:
+        return [_read_task(data, (), filename, lines, issues, warnings)]
+    return _read_batch(data, filename, lines, issues, warnings)
+
+
+def _read_batch(
+    data: dict[str, Any],
+    filename: str,
+    lines: dict[KeyPath, int],
+    issues: list[Issue],
+    warnings: list[Issue],
+) -> list[TaskEntry]:
+    for key in data:
+        if key != "tasks":
+            hint = "a batch file holds only `tasks:`; move this key into a task"
+            issues.append(
+                Issue(filename, lines.get((key,)), key, f"unknown top-level key '{key}'", hint)
+            )
+    tasks = data["tasks"]
+    line = lines.get(("tasks",))
+    if not tasks:
+        fix = "add tasks under `tasks:` as '- name: ...' items"
+        issues.append(Issue(filename, line, "tasks", "tasks list is empty", fix))
+        return []
+    if not isinstance(tasks, list):
+        fix = "write each task as a '- name: ...' item under `tasks:`"
+        issues.append(Issue(filename, line, "tasks", "tasks must be a list of tasks", fix))
+        return []
+
+    entries: list[TaskEntry] = []
+    for index, item in enumerate(tasks):
+        path: KeyPath = ("tasks", index)
+        if isinstance(item, dict):
+            entries.append(_read_task(item, path, filename, lines, issues, warnings))
+        else:
+            issues.append(
+                Issue(
+                    filename,
+                    lines.get(path),
+                    field_name(path),
+                    f"each task must be a mapping; got {item!r}",
+                    "write the task's keys (name:, agent:, ...) indented under its '-'",
+                )
+            )
+    first_line: dict[str, int | None] = {}
+    for entry in entries:
+        name = entry.raw_name
+        if name is None:
+            continue
+        if name in first_line:
+            issues.append(
+                entry.issue(
+                    ("name",),
+                    f"duplicate task name '{name}' (first at line {first_line[name]})",
+                    "give each task in a file its own name; depends_on finds tasks by name",
+                )
+            )
+        else:
+            first_line[name] = entry.lines.get((*entry.path, "name"))
+    return entries
+
+
+def _read_task(
+    raw: dict[str, Any],
+    path: KeyPath,
+    filename: str,
+    lines: dict[KeyPath, int],
+    issues: list[Issue],
+    warnings: list[Issue],
+) -> TaskEntry:
+    entry = TaskEntry(filename, path, lines)
+    if isinstance(raw.get("id"), str):
+        entry.raw_id = raw["id"]
+    if isinstance(raw.get("name"), str):
+        entry.raw_name = raw["name"]
+    deps = raw.get("depends_on")
+    deps = [deps] if isinstance(deps, str) else deps
+    if isinstance(deps, list) and all(isinstance(d, str) for d in deps):
+        entry.raw_depends = deps
+
+    data = _without_nulls(raw)
+    for key in RUNTIME_FIELDS:
+        if key in data:
+            del data[key]
+            warnings.append(
+                entry.issue(
+                    (key,),
+                    f"`{key}` ignored: runtime field set by the engine",
+                    f"remove `{key}` from the file",
+                    severity="warning",
+                )
+            )
+
+    problems: list[Issue] = []
+    try:
+        entry.task = Task.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            message, fix = human_error(err)
+            problems.append(entry.issue(tuple(err["loc"]), message, fix))
+    agent = data.get("agent")
+    # The model defaults instructions to "" so it cannot say "missing"; a file must give it.
+    if isinstance(agent, dict) and "instructions" not in agent:
+        problems.append(
+            entry.issue(
+                ("agent", "instructions"),
+                "agent.instructions is required",
+                FIXES["agent.instructions"],
+            )
+        )
+    if problems:
+        entry.task = None
+        issues += problems
+    return entry
+
+
+def _without_nulls(value: Any) -> Any:
+    """Drop keys written with no value (``priority:``), so they mean "leave it out"."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def _finish(
+    entries: list[TaskEntry],
+    known_ids: Collection[str],
+    issues: list[Issue],
+    warnings: list[Issue],
+    file_order: list[str],
+) -> LoadResult:
+    where_id: dict[str, str] = {}
+    for entry in entries:
+        if entry.raw_id is None:
+            continue
+        line = entry.lines.get((*entry.path, "id"))
+        here = f"{entry.file}:{line}"
+        if entry.raw_id in where_id:
+            issues.append(
+                entry.issue(
+                    ("id",),
+                    f"duplicate task id '{entry.raw_id}' (also at {where_id[entry.raw_id]})",
+                    "change one id, or leave `id` out to get a generated one",
+                )
+            )
+        else:
+            where_id[entry.raw_id] = here
+
+    issues += resolve_dependencies(entries, known_ids)
+    issues += find_cycles(entries)
+    if issues:
+        rank = {name: i for i, name in enumerate(file_order)}
+        issues.sort(key=lambda i: (rank.get(i.file, len(rank)), i.line or 0))
+        raise TaskFileError(issues, warnings)
+    return LoadResult([e.task for e in entries if e.task is not None], warnings)

@@ -1,0 +1,189 @@
+"""The task users write in YAML; the store persists it as ``model_dump(mode="json")``."""
+
+from __future__ import annotations
+
+import uuid
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+
+from tui.model.duration import format_duration, parse_duration
+from tui.model.suggest import did_you_mean
+
+
+class Priority(StrEnum):
+    NONE = ""
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        """Sort key: high first, unset counts as normal, low last."""
+        return priority_rank(self)
+
+
+def priority_rank(priority: Priority | str) -> int:
+    return {Priority.HIGH: 0, Priority.LOW: 2}.get(Priority(priority), 1)
+
+
+class Backoff(StrEnum):
+    NONE = ""
+    LINEAR = "linear"
+    EXPONENTIAL = "exponential"
+
+
+class PermissionMode(StrEnum):
+    NONE = ""
+    DEFAULT = "default"
+    ACCEPT_EDITS = "acceptEdits"
+    BYPASS = "bypassPermissions"
+    PLAN = "plan"
+    DONT_ASK = "dontAsk"
+    DELEGATE = "delegate"
+
+
+AGENT_TYPES = ("claude", "shell", "gemini", "codex", "taskfile")
+
+# Columns the engine owns; a YAML file setting them is warned, not rejected.
+RUNTIME_FIELDS = ("state", "rejection_comment", "question_json", "created_at", "updated_at")
+
+
+def _one_of(field: str, value: Any, choices: tuple[str, ...], optional: bool) -> str:
+    """Return ``value`` if it is an allowed choice, else raise a message a person can act on."""
+    if isinstance(value, str) and value in choices:
+        return value
+    shown = ", ".join(c for c in choices if c)
+    tail = " (or leave it out)" if optional else ""
+    guess = did_you_mean(value, [c for c in choices if c]) if isinstance(value, str) else []
+    hint = f"; did you mean '{guess[0]}'?" if guess else ""
+    raise ValueError(f"{field} must be one of {shown}{tail}; got {value!r}{hint}")
+
+
+def _required_text(field: str, value: Any) -> Any:
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(f"{field} must not be empty")
+    return value
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentConfig(_Model):
+    type: str = "claude"
+    model: str = ""
+    context_files: list[str] = Field(default_factory=list)
+    instructions: str = ""
+    project_dir: str = ""
+    max_budget_usd: float = Field(default=0.0, ge=0)
+    permission_mode: PermissionMode = PermissionMode.NONE
+    allowed_tools: list[str] = Field(default_factory=list)
+    disallowed_tools: list[str] = Field(default_factory=list)
+    system_prompt_append: str = ""
+    additional_args: list[str] = Field(default_factory=list)
+    skip_planning: bool = False
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _check_type(cls, value: Any) -> Any:
+        return _one_of("agent.type", value, AGENT_TYPES, optional=True)
+
+    @field_validator("permission_mode", mode="before")
+    @classmethod
+    def _check_permission_mode(cls, value: Any) -> Any:
+        choices = tuple(m.value for m in PermissionMode)
+        return _one_of("agent.permission_mode", value, choices, optional=True)
+
+    @field_validator("instructions")
+    @classmethod
+    def _check_instructions(cls, value: str) -> str:
+        # Empty is the field default only so the loader can say "required" in its own words.
+        return _required_text("agent.instructions", value)
+
+
+class RetryConfig(_Model):
+    max_attempts: int = Field(default=1, ge=1)
+    backoff: Backoff = Backoff.NONE
+    # Extension: base delay between attempts, written as a Go duration ("2s").
+    delay: float = 1.0
+
+    @field_validator("backoff", mode="before")
+    @classmethod
+    def _check_backoff(cls, value: Any) -> Any:
+        return _one_of("retry.backoff", value, tuple(b.value for b in Backoff), optional=True)
+
+    @field_validator("delay", mode="before")
+    @classmethod
+    def _parse_delay(cls, value: Any) -> float:
+        return parse_duration(value)
+
+    @field_serializer("delay", when_used="json")
+    def _dump_delay(self, value: float) -> str:
+        return format_duration(value)
+
+
+class Task(_Model):
+    id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    parent_task_id: str = ""
+    name: str
+    description: str = ""
+    agent: AgentConfig
+    # Seconds; 0 means no limit. YAML and JSON carry it as a Go duration string.
+    timeout: float = 0.0
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    priority: Priority = Priority.NONE
+    tags: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list)
+    # Extension: a human reviews the result before the task completes.
+    review: bool = False
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        return _required_text("id", value)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        return _required_text("name", value)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _parse_timeout(cls, value: Any) -> float:
+        return parse_duration(value)
+
+    @field_validator("priority", mode="before")
+    @classmethod
+    def _check_priority(cls, value: Any) -> Any:
+        return _one_of("priority", value, tuple(p.value for p in Priority), optional=True)
+
+    @field_validator("depends_on", mode="before")
+    @classmethod
+    def _one_dependency(cls, value: Any) -> Any:
+        # ``depends_on: build`` is a natural way to write a single dependency.
+        return [value] if isinstance(value, str) else value
+
+    @field_serializer("timeout", when_used="json")
+    def _dump_timeout(self, value: float) -> str:
+        return format_duration(value)
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """A JSON/YAML-ready dict without default values; ``Task.model_validate`` rebuilds it."""
+        blank = Task.model_construct(id=self.id, name=self.name, agent=AgentConfig())
+        return _changed(self.model_dump(mode="json"), blank.model_dump(mode="json"))
+
+
+def _changed(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """Keys of ``data`` whose value differs from ``defaults``, recursing into mappings."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        base = defaults.get(key)
+        if isinstance(value, dict) and isinstance(base, dict):
+            value = _changed(value, base)
+            if value or key == "agent":  # agent is required even when all-default
+                out[key] = value
+        elif key in ("id", "name") or value != base:
+            out[key] = value
+    return out

@@ -1,0 +1,130 @@
+"""Plain records read back from the store (what viewers and the CLI see)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.model.states import UNSUCCESSFUL, State
+from tui.model.task import Task
+
+
+@dataclass
+class TaskRecord:
+    task: Task
+    state: State
+    reason: str
+    approved: bool
+    attempts: int
+    attempt_base: int
+    retry_at: float | None
+    cost_usd: float
+    tokens_in: int
+    tokens_out: int
+    rejection_comment: str
+    question_json: str | None
+    result: str | None
+    created_at: float
+    updated_at: float
+    submit_seq: int
+    depends_on: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.task.id
+
+    @property
+    def name(self) -> str:
+        return self.task.name
+
+    @property
+    def attempt_in_round(self) -> int:
+        """Attempts used since the last manual retry (what the retry policy counts)."""
+        return self.attempts - self.attempt_base
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more happens to this task without a person: done, or failed for good."""
+        return self.state == State.COMPLETED or (
+            self.state in UNSUCCESSFUL and self.retry_at is None
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.task
+        return {
+            "id": t.id,
+            "name": t.name,
+            "state": self.state.value,
+            "reason": self.reason,
+            "agent": t.agent.type,
+            "model": t.agent.model,
+            "priority": t.priority.value or "normal",
+            "tags": list(t.tags),
+            "depends_on": list(self.depends_on),
+            "attempts": self.attempts,
+            "max_attempts": t.retry.max_attempts,
+            "cost_usd": self.cost_usd,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "retry_at": self.retry_at,
+            "parent_task_id": t.parent_task_id,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+@dataclass
+class RunRecord:
+    id: int
+    task_id: str
+    attempt: int
+    engine_id: str
+    pid: int | None
+    pgid: int | None
+    proc_start: int | None
+    started_at: float
+    ended_at: float | None
+    exit_code: int | None
+    outcome: str | None
+    error: str
+    cost_usd: float
+    tokens_in: int
+    tokens_out: int
+    session_id: str
+
+
+@dataclass(frozen=True)
+class OutputLine:
+    id: int
+    task_id: str
+    run_id: int
+    stream: int  # 1 stdout, 2 stderr
+    seq: int
+    at: float
+    text: str
+
+    @property
+    def stream_name(self) -> str:
+        return "stderr" if self.stream == 2 else "stdout"
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    id: int
+    task_id: str
+    kind: str
+    from_state: str | None
+    to_state: str | None
+    reason: str
+    data: dict[str, Any]
+    at: float
+
+    @staticmethod
+    def from_row(row: tuple) -> EventRecord:
+        id_, task_id, kind, frm, to, reason, data, at = row
+        return EventRecord(id_, task_id, kind, frm, to, reason, json.loads(data or "{}"), at)
+
+
+STDOUT = 1
+STDERR = 2

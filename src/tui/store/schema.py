@@ -1,0 +1,111 @@
+"""Schema migrations. Each entry moves the database one version up; never edit a shipped one."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # v1: the first schema.
+    """
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        spec TEXT NOT NULL,                -- the Task as written (JSON)
+        state TEXT NOT NULL,
+        reason TEXT NOT NULL DEFAULT '',   -- why it is in this state
+        priority_rank INTEGER NOT NULL,
+        submit_seq INTEGER NOT NULL,       -- FIFO order within a priority
+        approved INTEGER NOT NULL DEFAULT 0,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        attempt_base INTEGER NOT NULL DEFAULT 0,  -- attempts already used before a manual retry
+        retry_at REAL,                     -- wall time when an automatic retry is due
+        cost_usd REAL NOT NULL DEFAULT 0,
+        tokens_in INTEGER NOT NULL DEFAULT 0,
+        tokens_out INTEGER NOT NULL DEFAULT 0,
+        rejection_comment TEXT NOT NULL DEFAULT '',
+        question_json TEXT,
+        result TEXT,
+        parent_task_id TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX tasks_state ON tasks(state);
+    CREATE TABLE deps (
+        task_id TEXT NOT NULL REFERENCES tasks(id),
+        depends_on TEXT NOT NULL,
+        PRIMARY KEY (task_id, depends_on)
+    );
+    CREATE INDEX deps_reverse ON deps(depends_on);
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL REFERENCES tasks(id),
+        attempt INTEGER NOT NULL,
+        engine_id TEXT NOT NULL,
+        pid INTEGER,
+        pgid INTEGER,
+        proc_start INTEGER,                -- /proc start time: tells a reused pid apart
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        exit_code INTEGER,
+        outcome TEXT,
+        error TEXT NOT NULL DEFAULT '',
+        cost_usd REAL NOT NULL DEFAULT 0,
+        tokens_in INTEGER NOT NULL DEFAULT 0,
+        tokens_out INTEGER NOT NULL DEFAULT 0,
+        session_id TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX runs_task ON runs(task_id);
+    -- The journal: every state change and every other engine event, in commit order.
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        from_state TEXT,
+        to_state TEXT,
+        reason TEXT NOT NULL DEFAULT '',
+        data TEXT,
+        at REAL NOT NULL
+    );
+    CREATE INDEX events_task ON events(task_id, id);
+    CREATE VIEW transitions AS
+        SELECT id, task_id, from_state, to_state, reason, at FROM events WHERE kind = 'state';
+    CREATE TABLE output (
+        id INTEGER PRIMARY KEY,            -- commit order across all tasks
+        task_id TEXT NOT NULL,
+        run_id INTEGER NOT NULL,
+        stream INTEGER NOT NULL,           -- 1 stdout, 2 stderr
+        seq INTEGER NOT NULL,              -- line number within the run
+        at REAL NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX output_task ON output(task_id, id);
+    CREATE TABLE questions (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        run_id INTEGER,
+        kind TEXT NOT NULL,                -- question | approval | review
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'open',
+        answer TEXT,
+        created_at REAL NOT NULL,
+        answered_at REAL
+    );
+    CREATE INDEX questions_open ON questions(status);
+    -- Commands for the engine that owns this database, from other processes (CLI, viewers).
+    CREATE TABLE commands (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        done_at REAL,
+        ok INTEGER,
+        reply TEXT
+    );
+    -- Engines that have scheduled this database; a live one owns it.
+    CREATE TABLE engines (
+        id TEXT PRIMARY KEY,
+        pid INTEGER NOT NULL,
+        proc_start INTEGER,
+        started_at REAL NOT NULL,
+        stopped_at REAL
+    );
+    """,
+]

@@ -1,0 +1,261 @@
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from tui.engine.procs import (
+    ProcIdentity,
+    group_identities,
+    group_members,
+    identity_alive,
+    kill_orphan_group,
+    proc_start_time,
+    spawn,
+    terminate_group,
+)
+
+
+def _ident(pid: int, pgid: int) -> ProcIdentity:
+    start = proc_start_time(pid)
+    assert start is not None, f"pid {pid} vanished"
+    return ProcIdentity(pid=pid, pgid=pgid, start_time=start)
+
+
+def _kill_leftovers(idents: Sequence[ProcIdentity]) -> None:
+    # Test hygiene only: never leave sleeps behind if an assertion failed.
+    for i in idents:
+        if identity_alive(i):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(i.pid, signal.SIGKILL)
+
+
+@contextlib.asynccontextmanager
+async def spawned(
+    script: str,
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, ProcIdentity, list[ProcIdentity]]]:
+    """Run a bash script that prints the pid of each child, then 'ready'."""
+    proc, ident = await spawn(["bash", "-c", script], cwd=None, env=None)
+    children: list[ProcIdentity] = []
+    try:
+        assert proc.stdout is not None
+        while True:
+            line = await asyncio.wait_for(proc.stdout.readline(), 10)
+            assert line, "child exited before printing 'ready'"
+            text = line.decode().strip()
+            if text == "ready":
+                break
+            children.append(_ident(int(text), ident.pgid))
+        yield proc, ident, children
+    finally:
+        _kill_leftovers([ident, *children])
+        await asyncio.wait_for(proc.communicate(), 10)  # reap and close pipes
+
+
+async def test_spawn_new_session_cwd_env(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "FOO": "bar baz"}
+    proc, ident = await spawn(
+        ["sh", "-c", 'echo "$(pwd)|$FOO|$(ps -o sid= -p $$)"; echo err >&2'],
+        cwd=str(tmp_path),
+        env=env,
+    )
+    assert ident.pid == ident.pgid == proc.pid
+    out, err = await proc.communicate()
+    cwd, foo, sid = out.decode().strip().split("|")
+    assert (cwd, foo, int(sid)) == (str(tmp_path), "bar baz", proc.pid)
+    assert err == b"err\n"
+    assert proc.returncode == 0
+
+
+async def test_spawn_rejects_shell_string() -> None:
+    with pytest.raises(ValueError):
+        await spawn("echo hi", cwd=None, env=None)
+    with pytest.raises(ValueError):
+        await spawn([], cwd=None, env=None)
+
+
+async def test_terminate_group_kills_grandchildren() -> None:
+    script = "sleep 300 & echo $!; sleep 300 & echo $!; echo ready; wait"
+    async with spawned(script) as (proc, ident, children):
+        assert len(children) == 2
+        assert identity_alive(ident)
+        assert {ident.pid, *(c.pid for c in children)} <= set(group_members(ident.pgid))
+        await terminate_group(ident.pgid, grace=5.0, proc=proc)
+        assert group_members(ident.pgid) == []
+        assert not identity_alive(ident)
+        assert not any(identity_alive(c) for c in children)
+        assert proc.returncode is not None
+
+
+async def test_terminate_group_sigkills_after_grace_when_term_ignored() -> None:
+    script = "trap '' TERM; sleep 300 & echo $!; sleep 300 & echo $!; echo ready; wait"
+    async with spawned(script) as (proc, ident, children):
+        t0 = time.monotonic()
+        await terminate_group(ident.pgid, grace=0.5, proc=proc)
+        elapsed = time.monotonic() - t0
+        # Returning only after the grace shows SIGTERM really was ignored.
+        assert elapsed >= 0.5
+        assert elapsed < 5.0
+        assert group_members(ident.pgid) == []
+        assert not any(identity_alive(c) for c in [ident, *children])
+        assert proc.returncode == -signal.SIGKILL
+
+
+async def test_terminate_group_after_leader_exited() -> None:
+    # The grandchild keeps the leader's stdout pipe open, like a stray dev server.
+    script = "sleep 300 & echo $!; echo ready; exit 0"
+    async with spawned(script) as (proc, ident, children):
+        (child,) = children
+        deadline = time.monotonic() + 10
+        while identity_alive(ident):  # leader gone (zombie or reaped)
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        assert group_members(ident.pgid) == [child.pid]
+        await terminate_group(ident.pgid, grace=5.0, proc=proc)
+        assert group_members(ident.pgid) == []
+        assert not identity_alive(child)
+        assert proc.returncode == 0
+
+
+async def test_terminate_group_when_already_gone() -> None:
+    proc, ident = await spawn(["true"], cwd=None, env=None)
+    await proc.communicate()
+    t0 = time.monotonic()
+    await terminate_group(ident.pgid, grace=5.0, proc=proc)
+    assert time.monotonic() - t0 < 1.0
+
+
+async def test_terminate_group_refuses_own_group() -> None:
+    for pgid in (0, 1, os.getpgrp()):
+        with pytest.raises(ValueError):
+            await terminate_group(pgid, grace=0.1)
+
+
+async def test_identity_alive_after_death_and_reuse() -> None:
+    proc, ident = await spawn(["sleep", "300"], cwd=None, env=None)
+    try:
+        assert identity_alive(ident)
+        # Same live pid, different start time: a reused pid must not be trusted.
+        assert not identity_alive(dataclasses.replace(ident, start_time=ident.start_time + 1))
+    finally:
+        proc.kill()
+        await proc.communicate()
+    assert not identity_alive(ident)
+    assert proc_start_time(ident.pid) is None
+
+    me = _ident(os.getpid(), os.getpgrp())
+    assert identity_alive(me)
+    assert not identity_alive(dataclasses.replace(me, start_time=me.start_time - 1))
+
+
+async def test_stat_parsing_with_hostile_comm(tmp_path: Path) -> None:
+    # comm containing ") (" and spaces must not shift the parsed fields.
+    exe = tmp_path / "x) (y z"
+    exe.symlink_to("/bin/sleep")
+    proc, ident = await spawn([str(exe), "300"], cwd=None, env=None)
+    try:
+        comm = Path(f"/proc/{proc.pid}/comm").read_text().strip()
+        assert comm == "x) (y z"
+        assert ident.start_time >= _ident(os.getpid(), 0).start_time
+        assert group_members(ident.pgid) == [proc.pid]
+        assert group_identities(ident.pgid) == [ident]
+        assert identity_alive(ident)
+    finally:
+        await terminate_group(ident.pgid, grace=1.0, proc=proc)
+        await proc.communicate()
+
+
+_DAEMON = """
+import json, os, subprocess, sys
+from tui.engine.procs import proc_start_time
+
+p = subprocess.Popen(
+    ["bash", "-c", "sleep 300 & echo $!; sleep 300 & echo $!; echo ready; wait"],
+    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    start_new_session=True,
+)
+children = []
+for line in p.stdout:
+    if line.strip() == b"ready":
+        break
+    children.append(int(line))
+leader = {"pid": p.pid, "pgid": os.getpgid(p.pid), "start_time": proc_start_time(p.pid)}
+print(json.dumps({"leader": leader, "children": children}))
+os._exit(0)  # "crash": no cleanup of the agent group
+"""
+
+
+def _run_dead_daemon() -> tuple[ProcIdentity, list[ProcIdentity]]:
+    res = subprocess.run(
+        [sys.executable, "-c", _DAEMON],
+        capture_output=True,
+        timeout=30,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+    data = json.loads(res.stdout)
+    leader = ProcIdentity(**data["leader"])
+    children = [_ident(pid, leader.pgid) for pid in data["children"]]
+    return leader, children
+
+
+def test_kill_orphan_group_after_daemon_died() -> None:
+    leader, children = _run_dead_daemon()
+    try:
+        assert leader.pgid == leader.pid
+        assert identity_alive(leader)
+        assert {leader.pid, *(c.pid for c in children)} <= set(group_members(leader.pgid))
+        assert kill_orphan_group(leader) is True
+        assert group_members(leader.pgid) == []
+        assert not any(identity_alive(i) for i in [leader, *children])
+        assert kill_orphan_group(leader) is False
+    finally:
+        _kill_leftovers([leader, *children])
+
+
+def test_kill_orphan_group_ignores_stale_identity() -> None:
+    leader, children = _run_dead_daemon()
+    try:
+        stale = dataclasses.replace(leader, start_time=leader.start_time + 1)
+        assert kill_orphan_group(stale) is False
+        assert all(identity_alive(i) for i in [leader, *children])
+    finally:
+        _kill_leftovers([leader, *children])
+
+
+async def test_kill_orphan_group_dead_leader_uses_recorded_members() -> None:
+    script = "sleep 300 >/dev/null 2>&1 & echo $!; echo ready; read _; exit 0"
+    proc, ident = await spawn(
+        ["bash", "-c", script], cwd=None, env=None, stdin=asyncio.subprocess.PIPE
+    )
+    children: list[ProcIdentity] = []
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        child = _ident(int(await asyncio.wait_for(proc.stdout.readline(), 10)), ident.pgid)
+        children.append(child)
+        assert (await asyncio.wait_for(proc.stdout.readline(), 10)).strip() == b"ready"
+        recorded = group_identities(ident.pgid)
+        assert recorded == sorted([ident, child], key=lambda i: i.pid)
+        proc.stdin.close()  # let the leader exit, orphaning the grandchild
+        await asyncio.wait_for(proc.wait(), 10)
+        assert not identity_alive(ident)
+        assert identity_alive(child)
+        # Without recorded members the group cannot be attributed safely: untouched.
+        assert kill_orphan_group(ident) is False
+        assert identity_alive(child)
+        assert kill_orphan_group(ident, recorded) is True
+        assert not identity_alive(child)
+        assert group_members(ident.pgid) == []
+    finally:
+        _kill_leftovers([ident, *children])
+        await asyncio.wait_for(proc.communicate(), 10)

@@ -1,0 +1,37 @@
+from itertools import product
+
+from tui.model.states import TRANSITIONS, State, valid_transition
+
+# Written out again from the issue on purpose: the table in the code must match it exactly.
+EXPECTED = """
+PENDING QUEUED; PENDING CANCELLED; QUEUED RUNNING; QUEUED CANCELLED; RUNNING READY;
+RUNNING COMPLETED; RUNNING FAILED; RUNNING TIMED_OUT; RUNNING CANCELLED; RUNNING BUDGET_EXCEEDED;
+RUNNING BLOCKED; READY COMPLETED; READY PENDING; FAILED QUEUED; TIMED_OUT QUEUED;
+CANCELLED QUEUED; BUDGET_EXCEEDED QUEUED; BLOCKED QUEUED; BLOCKED READY;
+READY RUNNING; READY CANCELLED
+"""
+ALLOWED = {tuple(p.split()) for p in EXPECTED.replace("\n", " ").split(";")}
+
+
+def test_ten_states() -> None:
+    assert len(State) == 10
+
+
+def test_every_listed_transition_is_allowed() -> None:
+    for a, b in ALLOWED:
+        assert valid_transition(a, b), (a, b)
+
+
+def test_every_other_pair_is_forbidden() -> None:
+    for a, b in product(State, State):
+        assert valid_transition(a, b) == ((a.value, b.value) in ALLOWED), (a, b)
+    assert len(TRANSITIONS) == len(ALLOWED)
+
+
+def test_completed_is_terminal() -> None:
+    assert not any(valid_transition(State.COMPLETED, s) for s in State)
+
+
+def test_unknown_state_names_are_rejected() -> None:
+    assert not valid_transition("PENDING", "DONE")
+    assert not valid_transition("nope", "QUEUED")

@@ -1,0 +1,151 @@
+import asyncio
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from tui.model.states import State
+from tui.model.task import Task
+from tui.store.db import Store, StoreError
+from tui.store.schema import MIGRATIONS
+
+
+def _task(name: str, **kw: object) -> Task:
+    return Task.model_validate(
+        {"name": name, "agent": {"type": "shell", "instructions": "true"}, **kw}
+    )
+
+
+async def test_new_database_is_wal_owner_only_and_migrated(tmp_path: Path) -> None:
+    s = await Store.open(tmp_path / "sub" / "t.db")
+    await s.close()
+    path = tmp_path / "sub" / "t.db"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert con.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+
+
+async def test_reopen_keeps_tasks_and_does_not_migrate_twice(tmp_path: Path) -> None:
+    s = await Store.open(tmp_path / "t.db")
+    await s.insert_tasks([_task("a")], approved=True)
+    await s.close()
+    s = await Store.open(tmp_path / "t.db")
+    assert [r.name for r in await s.list_tasks()] == ["a"]
+    await s.close()
+
+
+async def test_newer_schema_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    await (await Store.open(path)).close()
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="newer tui"):
+        await Store.open(path)
+
+
+async def test_transition_checks_the_table_and_logs(store: Store) -> None:
+    t = _task("a")
+    await store.insert_tasks([t], approved=True)
+    assert not await store.transition(t.id, State.PENDING, State.COMPLETED, "skip ahead")
+    assert await store.transition(t.id, State.PENDING, State.QUEUED, "go")
+    assert not await store.transition(t.id, State.PENDING, State.QUEUED, "again")
+    rec = await store.get_task(t.id)
+    assert rec is not None and rec.state == State.QUEUED and rec.reason == "go"
+    log = await store.transitions(t.id)
+    # Only the move that happened is logged; the refused ones leave no trace.
+    assert [(frm, to, why) for _, frm, to, why, _ in log] == [("PENDING", "QUEUED", "go")]
+
+
+async def test_two_writers_racing_one_transition_only_one_wins(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    a, b = await Store.open(path), await Store.open(path)
+    tasks = [_task(f"t{i}") for i in range(20)]
+    await a.insert_tasks(tasks, approved=True)
+    for t in tasks:
+        results = await asyncio.gather(
+            a.transition(t.id, State.PENDING, State.QUEUED, "writer a"),
+            b.transition(t.id, State.PENDING, State.CANCELLED, "writer b"),
+        )
+        assert sorted(results) == [False, True]
+        rec = await a.get_task(t.id)
+        assert rec is not None
+        assert rec.state == (State.QUEUED if results[0] else State.CANCELLED)
+        assert len(await a.transitions(t.id)) == 1  # only the winner is logged
+    await a.close()
+    await b.close()
+
+
+async def test_duplicate_ids_are_refused_and_nothing_is_stored(store: Store) -> None:
+    t = _task("a")
+    await store.insert_tasks([t], approved=True)
+    with pytest.raises(StoreError, match="already stored"):
+        await store.insert_tasks([_task("b"), t], approved=True)
+    assert [r.name for r in await store.list_tasks()] == ["a"]
+
+
+async def test_output_batches_get_commit_ordered_ids(store: Store) -> None:
+    t = _task("a")
+    await store.insert_tasks([t], approved=True)
+    await store.transition(t.id, State.PENDING, State.QUEUED)
+    began = await store.begin_run(t.id, "engine")
+    assert began is not None
+    run_id, attempt = began
+    assert attempt == 1
+    first = await store.append_output([(t.id, run_id, 1, i, 0.0, f"l{i}") for i in (1, 2)])
+    second = await store.append_output([(t.id, run_id, 2, 3, 0.0, "err")])
+    assert [ln.id for ln in first + second] == [1, 2, 3]
+    lines = await store.read_output(t.id, after_id=1)
+    assert [(ln.text, ln.stream_name) for ln in lines] == [("l2", "stdout"), ("err", "stderr")]
+    assert [ln.text for ln in await store.read_output(t.id, stream=2)] == ["err"]
+
+
+async def test_reader_in_another_connection_reads_while_a_write_is_open(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    s = await Store.open(path)
+    await s.insert_tasks([_task("a")], approved=True)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("UPDATE tasks SET reason = 'uncommitted'")
+    # WAL: the reader sees the last committed state instead of waiting for the writer.
+    recs = await asyncio.wait_for(s.list_tasks(), 5)
+    assert recs[0].reason == ""
+    writer.execute("ROLLBACK")
+    await s.close()
+
+
+async def test_resolve_by_prefix_and_name(store: Store) -> None:
+    a, b = _task("alpha", id="abc-1"), _task("beta", id="abd-2")
+    await store.insert_tasks([a, b], approved=True)
+    assert await store.resolve("abc") == "abc-1"
+    assert await store.resolve("beta") == "abd-2"
+    with pytest.raises(StoreError, match="matches 2 tasks"):
+        await store.resolve("ab")
+    with pytest.raises(StoreError, match="no task matches"):
+        await store.resolve("zzz")
+
+
+async def test_run_totals_add_up_per_task(store: Store) -> None:
+    t = _task("a")
+    await store.insert_tasks([t], approved=True)
+    for n in range(2):
+        await store.transition(t.id, (State.PENDING, State.FAILED), State.QUEUED)
+        began = await store.begin_run(t.id, "e")
+        assert began is not None
+        await store.end_run(
+            began[0],
+            outcome="FAILED",
+            cost_usd=0.25,
+            tokens_in=10,
+            tokens_out=5,
+            session_id=f"s{n}",
+        )
+        await store.transition(t.id, State.RUNNING, State.FAILED)
+    rec = await store.get_task(t.id)
+    assert rec is not None
+    assert (rec.cost_usd, rec.tokens_in, rec.tokens_out, rec.attempts) == (0.5, 20, 10, 2)
+    assert [r.session_id for r in await store.runs(t.id)] == ["s0", "s1"]
