@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from tui.engine.procs import ProcIdentity
 from tui.model.states import State
@@ -33,6 +33,10 @@ class RunContext(Protocol):
     attempt: int
     env: dict[str, str]
     shell: str
+    rejection_comment: str  # set when a reviewer sent the last result back
+
+    async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """Wait (task READY) for a person: kind is question | approval. None = expired."""
 
     async def output(self, stream: int, lines: list[str]) -> None:
         """Record lines of stdout (1) or stderr (2). May wait when the writer is behind."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import deque
 
 from tui.agents.base import AdapterError, RunContext, RunResult
 from tui.agents.lines import LineSplitter
@@ -12,6 +13,7 @@ from tui.model.states import State
 from tui.store.records import STDERR, STDOUT
 
 READ_CHUNK = 256 * 1024
+RESULT_LINES = 20  # the last stdout lines are the task's result (shown in a review)
 
 
 class ShellAdapter:
@@ -27,26 +29,33 @@ class ShellAdapter:
         proc, ident = await spawn(argv, cwd=cwd, env=ctx.env)
         await ctx.process_started(proc, ident)
         assert proc.stdout is not None and proc.stderr is not None
-        readers = asyncio.gather(pump(proc.stdout, STDOUT, ctx), pump(proc.stderr, STDERR, ctx))
+        tail: deque[str] = deque(maxlen=RESULT_LINES)
+        readers = asyncio.gather(
+            pump(proc.stdout, STDOUT, ctx, tail), pump(proc.stderr, STDERR, ctx)
+        )
         code = await wait_leader(proc)
         # Background jobs the script left behind would hold the pipes open and outlive the
         # task: end the rest of the group once its leader is done.
         await terminate_group(ident.pgid, grace=1.0)
         await readers
         if code == 0:
-            return RunResult(State.COMPLETED, exit_code=0)
+            return RunResult(State.COMPLETED, exit_code=0, result="\n".join(tail))
         return RunResult(State.FAILED, exit_code=code, error=_describe_exit(code))
 
 
-async def pump(stream: asyncio.StreamReader, which: int, ctx: RunContext) -> None:
+async def pump(
+    stream: asyncio.StreamReader, which: int, ctx: RunContext, keep: deque[str] | None = None
+) -> None:
     splitter = LineSplitter()
-    while chunk := await stream.read(READ_CHUNK):
-        lines = splitter.feed(chunk)
+    while True:
+        chunk = await stream.read(READ_CHUNK)
+        lines = splitter.feed(chunk) if chunk else splitter.flush()
         if lines:
             await ctx.output(which, lines)
-    tail = splitter.flush()
-    if tail:
-        await ctx.output(which, tail)
+            if keep is not None:
+                keep.extend(lines[-RESULT_LINES:])
+        if not chunk:
+            return
 
 
 def _describe_exit(code: int) -> str:

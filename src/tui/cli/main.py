@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
+    from tui.cli import human
+
+    human.add_parsers(sub, db)
     return p
 
 
@@ -76,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    from tui.cli import control, inspect, run
+    from tui.cli import control, human, inspect, run
 
     handlers = {
         "run": run.cmd_run,
@@ -86,6 +89,11 @@ async def _dispatch(args: argparse.Namespace) -> int:
         "cancel": control.cmd_control,
         "retry": control.cmd_control,
         "approve": control.cmd_control,
+        "ask": human.cmd_ask,
+        "questions": human.cmd_questions,
+        "answer": human.cmd_answer,
+        "accept": human.cmd_review,
+        "reject": human.cmd_review,
     }
     return await handlers[args.command](args)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from tui.engine.procs import proc_start_time
 from tui.engine.scheduler import Engine, EngineError
@@ -25,6 +25,10 @@ class EngineClient(Protocol):
     async def approve(self, task_id: str) -> str: ...
     async def cancel(self, task_id: str) -> str: ...
     async def retry(self, task_id: str) -> str: ...
+    async def answer(self, question_id: str, answer: dict[str, Any]) -> str: ...
+    async def expire(self, question_id: str) -> str: ...
+    async def accept(self, task_id: str) -> str: ...
+    async def reject(self, task_id: str, comment: str) -> str: ...
 
 
 class InboxClient:
@@ -59,6 +63,23 @@ class InboxClient:
 
     async def retry(self, task_id: str) -> str:
         return await self._call("retry", {"task_id": task_id})
+
+    async def answer(self, question_id: str, answer: dict[str, Any]) -> str:
+        return await self._call("answer", {"question_id": question_id, "answer": answer})
+
+    async def expire(self, question_id: str) -> str:
+        return await self._call("expire", {"question_id": question_id})
+
+    async def accept(self, task_id: str) -> str:
+        return await self._call("accept", {"task_id": task_id})
+
+    async def reject(self, task_id: str, comment: str) -> str:
+        return await self._call("reject", {"task_id": task_id, "comment": comment})
+
+    async def ask(self, task_id: str, run_id: int, kind: str, payload: dict[str, Any]) -> str:
+        return await self._call(
+            "ask", {"task_id": task_id, "run_id": run_id, "kind": kind, "payload": payload}
+        )
 
 
 async def live_engine_pid(store: Store) -> int | None:

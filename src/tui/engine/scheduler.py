@@ -14,9 +14,10 @@ import heapq
 import logging
 import os
 import random
+import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Collection, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,7 @@ from tui.model.duration import format_duration
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import Task
 from tui.store.db import Store, StoreError
-from tui.store.records import STDERR, EventRecord, OutputLine, TaskRecord
+from tui.store.records import STDERR, EventRecord, OutputLine, QuestionRecord, TaskRecord
 
 log = logging.getLogger(__name__)
 
@@ -60,25 +61,32 @@ class _Run:
     # exactly one of these two is set at any time.
     working: asyncio.Event = field(default_factory=asyncio.Event)
     waiting: asyncio.Event = field(default_factory=asyncio.Event)
+    open_questions: set[str] = field(default_factory=set)
 
 
 class _Ctx:
     """RunContext handed to adapters."""
 
-    def __init__(self, engine: Engine, run: _Run, task: Task) -> None:
+    def __init__(self, engine: Engine, run: _Run, rec: TaskRecord) -> None:
         self._engine = engine
         self._run = run
-        self.task = task
+        self.task = rec.task
         self.run_id = run.run_id
         self.attempt = run.attempt
         self.shell = engine.shell
+        self.rejection_comment = rec.rejection_comment
+        # `tui ask` inside the task must find this tui even when its venv is not on PATH.
+        path = os.environ.get("PATH", os.defpath)
         self.env = {
             **os.environ,
-            "TUI_TASK_ID": task.id,
+            "PATH": f"{path}{os.pathsep}{os.path.dirname(sys.executable)}",
+            "TUI_TASK_ID": rec.id,
             "TUI_RUN_ID": str(run.run_id),
             "TUI_ATTEMPT": str(run.attempt),
             "TUI_DB": str(engine.store.path),
         }
+        if rec.rejection_comment:
+            self.env["TUI_REJECTION_COMMENT"] = rec.rejection_comment
 
     async def output(self, stream: int, lines: list[str]) -> None:
         await self._engine._buffer_output(self._run, stream, lines)
@@ -123,6 +131,7 @@ class Engine:
         self._queue: list[tuple[int, int, str]] = []  # (priority rank, submit seq, id)
         self._running: dict[str, _Run] = {}
         self._runners: set[asyncio.Task[None]] = set()  # until each has fully finished
+        self._waiters: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
         self._wake = asyncio.Event()
         self._changed = asyncio.Condition()
         self._loops: list[asyncio.Task[None]] = []
@@ -262,6 +271,8 @@ class Engine:
         if rec.state in (State.PENDING, State.QUEUED, State.READY) and await self._move(
             rec, rec.state, State.CANCELLED, reason
         ):
+            for q in await self.store.questions(task_id=task_id):
+                await self.store.close_question(q.id, "cancelled")
             await self._cascade_failure(rec)
             return f"cancelled {rec.name}"
         if rec.state in UNSUCCESSFUL and rec.retry_at is not None:
@@ -297,6 +308,153 @@ class Engine:
         self._enqueue(rec)
         await self._changed_now()
         return f"queued {rec.name} again"
+
+    async def questions(self, task_id: str | None = None) -> list[QuestionRecord]:
+        """Open questions, newest first."""
+        return await self.store.questions(task_id=task_id)
+
+    async def answer(self, question_id: str, answer: dict[str, Any]) -> str:
+        """Deliver a person's answer exactly once (a second answer is refused)."""
+        q = await self._open_question(question_id)
+        if q.kind == "review":
+            accept = bool(answer.get("accept"))
+            return await (
+                self.accept(q.task_id)
+                if accept
+                else self.reject(q.task_id, str(answer.get("comment", "")))
+            )
+        if not await self.store.close_question(q.id, "answered", answer):
+            raise EngineError("that question was answered meanwhile")
+        await self._question_closed(q, answer)
+        return f"answered {self._tasks[q.task_id].name}"
+
+    async def expire(self, question_id: str) -> str:
+        """Give up waiting for an answer (the asker timed out)."""
+        q = await self._open_question(question_id)
+        if await self.store.close_question(q.id, "expired"):
+            await self._question_closed(q, None)
+        return "expired"
+
+    async def accept(self, task_id: str) -> str:
+        rec, q = await self._review_of(task_id)
+        if not await self.store.close_question(q.id, "answered", {"accept": True}):
+            raise EngineError("that review was answered meanwhile")
+        await self._move(rec, State.READY, State.COMPLETED, "accepted in review")
+        await self._dependents_may_run(rec)
+        return f"accepted {rec.name}"
+
+    async def reject(self, task_id: str, comment: str) -> str:
+        rec, q = await self._review_of(task_id)
+        if not comment.strip():
+            raise EngineError("say what to change: a rejection needs a comment")
+        if not await self.store.close_question(
+            q.id, "answered", {"accept": False, "comment": comment}
+        ):
+            raise EngineError("that review was answered meanwhile")
+        # Runs again (adapters resume the session with the comment) in a fresh round of attempts.
+        await self._move(
+            rec,
+            State.READY,
+            State.PENDING,
+            "rejected in review",
+            rejection_comment=comment,
+            attempt_base=rec.attempts,
+        )
+        await self._check_pending(rec)
+        return f"rejected {rec.name}; it runs again with your comment"
+
+    async def ask(self, task_id: str, run_id: int, kind: str, payload: dict[str, Any]) -> str:
+        """A question from inside a running task (``tui ask``); returns the question id."""
+        run = self._running.get(task_id)
+        if run is None or run.run_id != run_id:
+            raise EngineError("that task run is not running under this engine")
+        return await self._raise(run, kind, payload)
+
+    async def _open_question(self, question_id: str) -> QuestionRecord:
+        q = await self.store.get_question(question_id)
+        if q is None:
+            raise EngineError(f"no question with id {question_id!r}")
+        if q.status != "open":
+            raise EngineError(f"that question is already {q.status}")
+        return q
+
+    async def _review_of(self, task_id: str) -> tuple[TaskRecord, QuestionRecord]:
+        rec = self._get(task_id)
+        reviews = [q for q in await self.store.questions(task_id=task_id) if q.kind == "review"]
+        if rec.state != State.READY or not reviews:
+            raise EngineError(f"{rec.name} is {rec.state} and not waiting for a review")
+        return rec, reviews[0]
+
+    async def _raise(
+        self, run: _Run | None, kind: str, payload: dict[str, Any], rec: TaskRecord | None = None
+    ) -> str:
+        rec = rec or self._get(run.task_id if run else "")
+        question_id = uuid.uuid4().hex
+        ok = await self.store.raise_question(
+            question_id,
+            rec.id,
+            run.run_id if run else None,
+            kind,
+            payload,
+            expected=(State.RUNNING, State.READY),
+        )
+        if not ok:
+            raise EngineError(f"{rec.name} is {rec.state}; it cannot ask now")
+        fresh = await self.store.get_task(rec.id)
+        if fresh is not None:
+            rec.state, rec.reason, rec.question_json = (
+                fresh.state,
+                fresh.reason,
+                fresh.question_json,
+            )
+        if run is not None:
+            run.open_questions.add(question_id)
+            run.working.clear()  # the timeout stops counting while a person decides
+            run.waiting.set()
+            self._waiters[question_id] = asyncio.get_running_loop().create_future()
+        await self._changed_now()
+        return question_id
+
+    async def _question_closed(self, q: QuestionRecord, answer: dict[str, Any] | None) -> None:
+        rec = self._tasks[q.task_id]
+        waiter = self._waiters.pop(q.id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(answer)
+        run = self._running.get(q.task_id)
+        if run is not None and q.id in run.open_questions:
+            run.open_questions.discard(q.id)
+            if not run.open_questions:
+                await self._move(
+                    rec,
+                    State.READY,
+                    State.RUNNING,
+                    "answered" if answer is not None else "no answer in time",
+                )
+                run.waiting.clear()
+                run.working.set()
+            else:
+                await self._changed_now()
+        elif rec.state == State.READY and answer is not None:
+            # The agent that asked is gone (e.g. the engine restarted): run the task again;
+            # adapters that keep sessions resume with the answer.
+            await self._move(
+                rec,
+                State.READY,
+                State.PENDING,
+                "answered after the agent stopped; running again",
+                attempt_base=rec.attempts,
+            )
+            await self._check_pending(rec)
+        else:
+            await self._changed_now()
+
+    async def _close_run_questions(self, run: _Run, status: str) -> None:
+        for question_id in list(run.open_questions):
+            await self.store.close_question(question_id, status)
+            waiter = self._waiters.pop(question_id, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+        run.open_questions.clear()
 
     async def get(self, task_id: str) -> TaskRecord | None:
         return self._tasks.get(task_id)
@@ -430,13 +588,16 @@ class Engine:
                 f"{reason}; retry {rec.attempt_in_round + 1}/{rec.task.retry.max_attempts}"
                 f" in {format_duration(round(delay, 1))}"
             )
-        if not await self._move(rec, State.RUNNING, outcome, reason, **updates):
+        if not await self._move(rec, (State.RUNNING, State.READY), outcome, reason, **updates):
             return
         if outcome == State.COMPLETED:
-            for dep_id in sorted(self._dependents.get(rec.id, ())):
-                await self._check_pending(self._tasks[dep_id])
+            await self._dependents_may_run(rec)
         elif not retrying and outcome in UNSUCCESSFUL:
             await self._cascade_failure(rec)
+
+    async def _dependents_may_run(self, rec: TaskRecord) -> None:
+        for dep_id in sorted(self._dependents.get(rec.id, ())):
+            await self._check_pending(self._tasks[dep_id])
 
     def _enqueue(self, rec: TaskRecord) -> None:
         from tui.store.db import PRIORITY_RANK
@@ -528,7 +689,7 @@ class Engine:
                     error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
                 )
             else:
-                result = await adapter.run(_Ctx(self, run, rec.task))
+                result = await adapter.run(_Ctx(self, run, rec))
         except AdapterError as e:
             result = RunResult(State.FAILED, error=str(e))
         except asyncio.CancelledError:
@@ -552,6 +713,11 @@ class Engine:
             outcome, error = State.CANCELLED, "cancelled by user"
         elif run.kill_reason == "shutdown":
             outcome, error = State.FAILED, "interrupted"
+        if run.open_questions:
+            await self._close_run_questions(run, "cancelled")
+        if rec.state == State.READY and outcome != State.CANCELLED:
+            # The agent ended while waiting on a person; READY only leaves through RUNNING.
+            await self._move(rec, State.READY, State.RUNNING, "the agent stopped while waiting")
         if error and outcome != State.COMPLETED:
             await self._buffer_output(run, STDERR, [f"[tui] {error}"])
         await self._flush_output()
@@ -569,6 +735,9 @@ class Engine:
         rec.tokens_in += result.tokens_in
         rec.tokens_out += result.tokens_out
         self._running.pop(rec.id, None)
+        if outcome == State.COMPLETED and rec.task.review:
+            await self._raise(None, "review", {"result": result.result or ""}, rec=rec)
+            return
         await self._after_attempt(rec, outcome, error or "exit code 0")
         if outcome == State.CANCELLED:
             await self._cascade_failure(rec)
@@ -630,19 +799,31 @@ class Engine:
 
     async def dispatch(self, kind: str, payload: dict[str, Any]) -> tuple[bool, str]:
         """Run one named command; used by the inbox and, later, the daemon socket."""
+        p = payload
+        handlers: dict[str, Callable[[], Awaitable[str]]] = {
+            "approve": lambda: self.approve(p["task_id"]),
+            "cancel": lambda: self.cancel(p["task_id"]),
+            "retry": lambda: self.retry(p["task_id"]),
+            "answer": lambda: self.answer(p["question_id"], p["answer"]),
+            "expire": lambda: self.expire(p["question_id"]),
+            "accept": lambda: self.accept(p["task_id"]),
+            "reject": lambda: self.reject(p["task_id"], p.get("comment", "")),
+            "ask": lambda: self.ask(
+                p["task_id"], int(p["run_id"]), p.get("kind", "question"), p["payload"]
+            ),
+        }
         try:
             if kind == "submit":
-                tasks = [Task.model_validate(t) for t in payload["tasks"]]
-                ids = await self.submit(tasks)
-                return True, " ".join(ids)
-            handler = {"approve": self.approve, "cancel": self.cancel, "retry": self.retry}.get(
-                kind
-            )
+                tasks = [Task.model_validate(t) for t in p["tasks"]]
+                return True, " ".join(await self.submit(tasks))
+            handler = handlers.get(kind)
             if handler is None:
                 return False, f"unknown command {kind!r}"
-            return True, await handler(payload["task_id"])
+            return True, await handler()
         except EngineError as e:
             return False, str(e)
+        except (KeyError, ValueError) as e:
+            return False, f"malformed {kind} command: {e}"
 
 
 __all__ = ["Engine", "EngineBusy", "EngineError", "EventRecord"]

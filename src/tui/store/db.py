@@ -16,9 +16,14 @@ import aiosqlite
 
 from tui.model.states import State, valid_transition
 from tui.model.task import Task
-from tui.store.records import EventRecord, OutputLine, RunRecord, TaskRecord
+from tui.store.records import EventRecord, OutputLine, QuestionRecord, RunRecord, TaskRecord
 from tui.store.schema import MIGRATIONS
 
+_WAITING_REASON = {
+    "question": "waiting for an answer",
+    "approval": "waiting for an approval",
+    "review": "waiting for a review",
+}
 PRIORITY_RANK = {"high": 0, "": 1, "normal": 1, "low": 2}
 
 _TASK_COLS = (
@@ -416,6 +421,26 @@ class Store:
             rows = await self._all(sql, args)
         return [OutputLine(*r) for r in rows]
 
+    async def output_index(self, task_id: str) -> list[tuple[int, int]]:
+        """(run_id, number of lines) for each run of a task, oldest first: a log view's map."""
+        async with self._read():
+            rows = await self._all(
+                "SELECT r.id, (SELECT COALESCE(MAX(seq), 0) FROM output o WHERE o.run_id = r.id)"
+                " FROM runs r WHERE r.task_id = ? ORDER BY r.id",
+                (task_id,),
+            )
+        return [(int(r), int(n)) for r, n in rows]
+
+    async def read_run_lines(self, run_id: int, first_seq: int, last_seq: int) -> list[OutputLine]:
+        """Lines ``first_seq..last_seq`` (1-based, inclusive) of one run."""
+        async with self._read():
+            rows = await self._all(
+                "SELECT id, task_id, run_id, stream, seq, at, text FROM output"
+                " WHERE run_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+                (run_id, first_seq, last_seq),
+            )
+        return [OutputLine(*r) for r in rows]
+
     async def last_output_seq(self, run_id: int) -> int:
         async with self._read():
             (n,) = await self._one(
@@ -479,6 +504,116 @@ class Store:
             (e,) = await self._one("SELECT COALESCE(MAX(id), 0) FROM events")
             (o,) = await self._one("SELECT COALESCE(MAX(id), 0) FROM output")
         return int(e), int(o)
+
+    # -- questions -----------------------------------------------------------------------------
+
+    async def raise_question(
+        self,
+        question_id: str,
+        task_id: str,
+        run_id: int | None,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        expected: Collection[State],
+    ) -> bool:
+        """Store an open question and put the task in READY, in one transaction.
+
+        A task already READY (a second question while the first is open) stays READY.
+        """
+        now = time.time()
+        body = json.dumps(payload)
+        async with self._tx() as c:
+            row = await self._one("SELECT state FROM tasks WHERE id = ?", (task_id,))
+            if not row or State(row[0]) not in expected:
+                return False
+            current = State(row[0])
+            await c.execute(
+                "INSERT INTO questions (id, task_id, run_id, kind, payload, created_at)"
+                " VALUES (?,?,?,?,?,?)",
+                (question_id, task_id, run_id, kind, body, now),
+            )
+            reason = _WAITING_REASON.get(kind, f"waiting for {kind}")
+            if current != State.READY:
+                await c.execute(
+                    "UPDATE tasks SET state = ?, reason = ?, question_json = ?, updated_at = ?"
+                    " WHERE id = ?",
+                    (State.READY.value, reason, body, now, task_id),
+                )
+                await self._event(task_id, "state", current, State.READY, reason, None, now)
+            await self._event(
+                task_id,
+                "question",
+                None,
+                None,
+                kind,
+                {"question_id": question_id, "kind": kind, "payload": payload},
+                now,
+            )
+            return True
+
+    async def close_question(
+        self, question_id: str, status: str, answer: dict[str, Any] | None = None
+    ) -> bool:
+        """open → answered | expired | cancelled, exactly once (compare-and-set)."""
+        now = time.time()
+        async with self._tx() as c:
+            cur = await c.execute(
+                "UPDATE questions SET status = ?, answer = ?, answered_at = ?"
+                " WHERE id = ? AND status = 'open'",
+                (status, json.dumps(answer) if answer is not None else None, now, question_id),
+            )
+            if cur.rowcount != 1:
+                return False
+            (task_id,) = await self._one(
+                "SELECT task_id FROM questions WHERE id = ?", (question_id,)
+            )
+            await c.execute(
+                "UPDATE tasks SET question_json = NULL WHERE id = ? AND NOT EXISTS"
+                " (SELECT 1 FROM questions WHERE task_id = ? AND status = 'open')",
+                (task_id, task_id),
+            )
+            await self._event(
+                task_id,
+                "answered",
+                None,
+                None,
+                status,
+                {"question_id": question_id, "status": status, "answer": answer},
+                now,
+            )
+            return True
+
+    async def questions(
+        self, *, task_id: str | None = None, open_only: bool = True
+    ) -> list[QuestionRecord]:
+        sql = (
+            "SELECT id, task_id, run_id, kind, payload, status, answer, created_at,"
+            " answered_at FROM questions WHERE 1=1"
+        )
+        args: list[Any] = []
+        if open_only:
+            sql += " AND status = 'open'"
+        if task_id is not None:
+            sql += " AND task_id = ?"
+            args.append(task_id)
+        async with self._read():
+            rows = await self._all(sql + " ORDER BY created_at DESC, rowid DESC", args)
+        return [QuestionRecord.from_row(r) for r in rows]
+
+    async def get_question(self, question_id: str) -> QuestionRecord | None:
+        async with self._read():
+            rows = await self._all(
+                "SELECT id, task_id, run_id, kind, payload, status, answer, created_at,"
+                " answered_at FROM questions WHERE id = ? OR id LIKE ? ESCAPE '\\'",
+                (question_id, _like_prefix(question_id)),
+            )
+        if len(rows) > 1:
+            exact = [r for r in rows if r[0] == question_id]
+            if not exact:
+                raise StoreError(f"question id {question_id!r} is ambiguous; give more of it")
+            rows = exact
+        return QuestionRecord.from_row(rows[0]) if rows else None
 
     # -- engines and their command inbox -----------------------------------------------------
 

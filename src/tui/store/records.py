@@ -109,6 +109,48 @@ class OutputLine:
         return "stderr" if self.stream == 2 else "stdout"
 
 
+@dataclass
+class QuestionRecord:
+    """Something a task waits on a person for: a question, an approval or a review."""
+
+    id: str
+    task_id: str
+    run_id: int | None
+    kind: str  # question | approval | review
+    payload: dict[str, Any]
+    status: str  # open | answered | expired | cancelled
+    answer: dict[str, Any] | None
+    created_at: float
+    answered_at: float | None
+
+    @staticmethod
+    def from_row(row: tuple) -> QuestionRecord:
+        qid, task_id, run_id, kind, payload, status, answer, created, answered = row
+        return QuestionRecord(
+            qid,
+            task_id,
+            run_id,
+            kind,
+            json.loads(payload),
+            status,
+            json.loads(answer) if answer else None,
+            created,
+            answered,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "task_id": self.task_id,
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "status": self.status,
+            "payload": self.payload,
+            "answer": self.answer,
+            "created_at": self.created_at,
+        }
+
+
 @dataclass(frozen=True)
 class EventRecord:
     id: int

@@ -108,4 +108,8 @@ MIGRATIONS: list[str] = [
         stopped_at REAL
     );
     """,
+    # v2: page a task's log by (run, line number) without OFFSET scans.
+    """
+    CREATE INDEX output_run ON output(run_id, seq);
+    """,
 ]

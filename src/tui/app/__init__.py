@@ -1,0 +1,1 @@
+"""app — the Textual UI. It reaches the engine only through the engine's client API."""

@@ -1,0 +1,32 @@
+"""How each task state looks: a symbol that reads without colour, plus a theme colour variable."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from tui.model.states import State
+
+
+class StateStyle(NamedTuple):
+    symbol: str
+    # A Textual theme variable name (without "$"), so every theme colours states its own way.
+    color: str
+    label: str
+
+
+STATE_STYLES: dict[State, StateStyle] = {
+    State.PENDING: StateStyle("·", "text-muted", "pending"),
+    State.QUEUED: StateStyle("○", "secondary", "queued"),
+    State.RUNNING: StateStyle("▶", "accent", "running"),
+    State.READY: StateStyle("?", "warning", "needs you"),
+    State.BLOCKED: StateStyle("‖", "warning", "blocked"),
+    State.COMPLETED: StateStyle("✓", "success", "done"),
+    State.FAILED: StateStyle("✗", "error", "failed"),
+    State.TIMED_OUT: StateStyle("⌛", "error", "timed out"),
+    State.CANCELLED: StateStyle("⊘", "text-muted", "cancelled"),
+    State.BUDGET_EXCEEDED: StateStyle("$", "error", "over budget"),
+}
+
+
+def style_for(state: State | str) -> StateStyle:
+    return STATE_STYLES[State(state)]
