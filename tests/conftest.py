@@ -32,10 +32,11 @@ async def wait_state(engine: Engine, task_id: str, *states: State) -> None:
     """Wait (on the event stream, not the clock) until the task is in one of ``states``."""
 
     async def watch() -> None:
+        since = engine.cursor  # taken before the check, so nothing slips in between
         rec = await engine.get(task_id)
         if rec is not None and rec.state in states:
             return
-        async for ev in engine.events(None):
+        async for ev in engine.events(since):
             if isinstance(ev, OutputBatch) or ev.task_id != task_id:
                 continue
             rec = await engine.get(task_id)

@@ -98,7 +98,8 @@ async def test_output_batches_get_commit_ordered_ids(store: Store) -> None:
     assert attempt == 1
     first = await store.append_output([(t.id, run_id, 1, i, 0.0, f"l{i}") for i in (1, 2)])
     second = await store.append_output([(t.id, run_id, 2, 3, 0.0, "err")])
-    assert [ln.id for ln in first + second] == [1, 2, 3]
+    assert (first, second) == (1, 3)  # each batch's first id, in commit order
+    assert [ln.id for ln in await store.read_output(t.id)] == [1, 2, 3]
     lines = await store.read_output(t.id, after_id=1)
     assert [(ln.text, ln.stream_name) for ln in lines] == [("l2", "stdout"), ("err", "stderr")]
     assert [ln.text for ln in await store.read_output(t.id, stream=2)] == ["err"]

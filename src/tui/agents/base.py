@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from tui.engine.procs import ProcIdentity
 from tui.model.states import State
 from tui.model.task import Task
+from tui.store.records import QuestionRecord, RunRecord
 
 
 @dataclass
@@ -34,12 +35,16 @@ class RunContext(Protocol):
     env: dict[str, str]
     shell: str
     rejection_comment: str  # set when a reviewer sent the last result back
+    cost_so_far: float  # USD spent by earlier runs of this task
+    previous_runs: list[RunRecord]  # earlier attempts, oldest first (session ids, outcomes)
+    late_answers: list[QuestionRecord]  # answered after the run that asked had ended
 
     async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """Wait (task READY) for a person: kind is question | approval. None = expired."""
 
     async def output(self, stream: int, lines: list[str]) -> None:
-        """Record lines of stdout (1) or stderr (2). May wait when the writer is behind."""
+        """Record lines of stdout (1), stderr (2), or RAW (3): protocol lines kept apart for
+        `tui logs --raw`. May wait when the writer is behind."""
 
     async def process_started(self, proc: asyncio.subprocess.Process, ident: ProcIdentity) -> None:
         """Report the agent's process group so the engine can time it out, cancel and recover."""

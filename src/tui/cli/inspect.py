@@ -10,6 +10,7 @@ import sys
 from tui.cli.common import err, open_store
 from tui.model.duration import format_duration
 from tui.model.states import State
+from tui.store.db import Store
 from tui.store.records import STDERR, STDOUT, TaskRecord
 
 FOLLOW_POLL = 0.1  # seconds between looks for new lines while following
@@ -55,6 +56,8 @@ async def cmd_logs(args: argparse.Namespace) -> int:
     stream = {"stdout": STDOUT, "stderr": STDERR}.get(args.stream or "")
     async with open_store(args.db) as store:
         task_id = await store.resolve(args.task)
+        if args.raw:
+            return await _print_raw(store, task_id)
         after = 0
         while True:
             lines = await store.read_output(task_id, after_id=after, stream=stream)
@@ -73,3 +76,9 @@ async def cmd_logs(args: argparse.Namespace) -> int:
                     return 0
                 continue
             await asyncio.sleep(FOLLOW_POLL)
+
+
+async def _print_raw(store: Store, task_id: str) -> int:
+    for _run, text in await store.read_raw(task_id):
+        sys.stdout.write(text + "\n")
+    return 0

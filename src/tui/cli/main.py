@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from collections.abc import Sequence
 
@@ -23,6 +24,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--db", metavar="PATH", help="database file (default: $TUI_DB or the user data dir)"
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    op = sub.add_parser("open", parents=[db], help="open the app (the default command)")
+    op.add_argument("files", nargs="*", metavar="FILE", help="task files to submit first")
+    op.add_argument("--concurrency", type=int, default=4, metavar="N")
+    op.add_argument("--no-mouse", action="store_true", help="leave the mouse to the terminal")
+    op.add_argument("--fps", type=int, metavar="N", help="cap redraws per second (default 60)")
+    op.add_argument("--shell", default="bash", help="shell for shell tasks (default: bash)")
 
     run = sub.add_parser("run", parents=[db], help="run task files until every task is final")
     run.add_argument("files", nargs="*", metavar="FILE", help="YAML task files or directories")
@@ -45,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("task", metavar="ID")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("--stream", choices=["stdout", "stderr"])
+    logs.add_argument("--raw", action="store_true", help="the agent CLI's own protocol lines")
 
     for name, text in (
         ("cancel", "cancel a task (kills its process group)"),
@@ -61,10 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0].startswith("--db") or argv[0] in ("--no-mouse", "--fps"):
+        argv.insert(0, "open")  # `tui` alone opens the app
     args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
+    _fast_child_watcher()
     try:
         return asyncio.run(_dispatch(args))
     except KeyboardInterrupt:
@@ -78,10 +88,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def _fast_child_watcher() -> None:
+    """Python 3.11 starts a thread per child process to wait for it; a pidfd watcher does it
+    on the event loop instead (later Pythons do this themselves)."""
+    if sys.version_info >= (3, 12) or not sys.platform.startswith("linux"):
+        return
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with contextlib.suppress(AttributeError, OSError):
+            asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
+
+
 async def _dispatch(args: argparse.Namespace) -> int:
-    from tui.cli import control, human, inspect, run
+    from tui.cli import control, human, inspect, open_app, run
 
     handlers = {
+        "open": open_app.cmd_open,
         "run": run.cmd_run,
         "validate": run.cmd_validate,
         "ls": inspect.cmd_ls,

@@ -37,9 +37,19 @@ async def cmd_run(args: argparse.Namespace) -> int:
     async with open_store(args.db) as store:
         tasks: list[Task] = []
         if args.files:
-            result = load_task_files(args.files, known_ids=await store.all_ids())
+            known = await store.all_ids()
+            result = load_task_files(args.files, known_ids=known)
             _print_warnings(result.warnings)
             tasks = result.tasks
+            # Refuse before an engine starts: starting one would already run (and, on the
+            # refusal, interrupt) tasks left queued in the database.
+            taken = sorted({t.id for t in tasks} & known)
+            if taken:
+                err(
+                    f"task ids already stored: {', '.join(taken)} (continue them with "
+                    "`tui run` and no file, or `tui retry ID`)"
+                )
+                return 1
         pid = await live_engine_pid(store)
         if pid is not None:
             return await _run_via_engine(store, pid, tasks, args)
@@ -67,7 +77,8 @@ async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
         ids = await engine.submit(tasks) if tasks else []
         scope = set(ids) | set(engine.unsettled_ids())
         if not scope:
-            print("nothing to run: every stored task is final", file=sys.stderr)
+            what = "every stored task is final" if engine.has_tasks else "the database is empty"
+            print(f"nothing to run: {what}", file=sys.stderr)
             return 0
         done = asyncio.create_task(engine.wait_settled(scope))
         stopped = asyncio.create_task(stop.wait())

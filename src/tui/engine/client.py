@@ -39,7 +39,13 @@ class InboxClient:
     async def _call(self, kind: str, payload: dict) -> str:
         command_id = await self.store.enqueue_command(kind, payload)
         deadline = time.monotonic() + REPLY_TIMEOUT
+        start = proc_start_time(self.engine_pid)
         while (reply := await self.store.command_reply(command_id)) is None:
+            if proc_start_time(self.engine_pid) != start:
+                raise EngineError(
+                    f"the engine (pid {self.engine_pid}) stopped before it "
+                    "answered; run the command again"
+                )
             if time.monotonic() > deadline:
                 raise EngineError(
                     f"the engine (pid {self.engine_pid}) did not answer in "

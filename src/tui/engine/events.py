@@ -3,10 +3,13 @@ commit-ordered id; a Cursor holds both so a viewer can resume with no gap and no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from functools import cached_property
 from typing import NamedTuple
 
 from tui.store.records import EventRecord, OutputLine
+
+OutputRow = tuple[str, int, int, int, float, str]  # task_id, run_id, stream, seq, at, text
 
 
 class Cursor(NamedTuple):
@@ -14,14 +17,40 @@ class Cursor(NamedTuple):
     output_id: int = 0
 
 
-@dataclass(frozen=True)
 class OutputBatch:
-    lines: list[OutputLine]
+    """Lines stored together, ids ``first_id..last_id``. Line objects are built only if a
+    viewer looks at them, so a million-line run costs nothing for viewers that don't."""
+
+    def __init__(self, first_id: int, rows: Sequence[OutputRow]) -> None:
+        self.first_id = first_id
+        self.rows = rows
+
+    @classmethod
+    def of(cls, lines: Sequence[OutputLine]) -> OutputBatch:
+        batch = cls(
+            lines[0].id,
+            [(ln.task_id, ln.run_id, ln.stream, ln.seq, ln.at, ln.text) for ln in lines],
+        )
+        batch.__dict__["lines"] = list(lines)
+        return batch
 
     @property
     def last_id(self) -> int:
-        return self.lines[-1].id
+        return self.first_id + len(self.rows) - 1
+
+    def after(self, output_id: int) -> OutputBatch | None:
+        """The part of this batch newer than ``output_id`` (None if nothing is)."""
+        if self.last_id <= output_id:
+            return None
+        if self.first_id > output_id:
+            return self
+        skip = output_id - self.first_id + 1
+        return OutputBatch(output_id + 1, self.rows[skip:])
+
+    @cached_property
+    def lines(self) -> list[OutputLine]:
+        return [OutputLine(self.first_id + i, *row) for i, row in enumerate(self.rows)]
 
 
-# Journal kinds: submitted, state, run_ended, question, answered, ...
+# Journal kinds: submitted, state, run_ended, question, answered.
 Event = EventRecord | OutputBatch

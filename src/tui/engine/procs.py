@@ -170,7 +170,15 @@ def _signal_group(pgid: int, sig: int) -> bool:
 
 
 def _group_done(pgid: int, proc: asyncio.subprocess.Process | None) -> bool:
-    return not group_members(pgid) and (proc is None or proc.returncode is not None)
+    if proc is not None and proc.returncode is None:
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True  # the usual case, answered without scanning /proc
+    except PermissionError:
+        pass
+    return not group_members(pgid)  # members exist, but maybe only zombies
 
 
 async def _wait_group(pgid: int, proc: asyncio.subprocess.Process | None, timeout: float) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import json
 import logging
 import os
 import random
@@ -19,6 +20,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from tui.agents.base import Adapter, AdapterError, RunResult
@@ -28,9 +30,17 @@ from tui.engine.procs import ProcIdentity, kill_orphan_group, proc_start_time, t
 from tui.engine.retry import retry_delay
 from tui.model.duration import format_duration
 from tui.model.states import UNSUCCESSFUL, State
-from tui.model.task import Task
-from tui.store.db import Store, StoreError
-from tui.store.records import STDERR, EventRecord, OutputLine, QuestionRecord, TaskRecord
+from tui.model.task import Task, priority_rank
+from tui.store.db import Store, StoreError, waiting_reason
+from tui.store.records import (
+    RAW,
+    STDERR,
+    EventRecord,
+    OutputLine,
+    QuestionRecord,
+    RunRecord,
+    TaskRecord,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +63,7 @@ class _Run:
     run_id: int
     attempt: int
     seq: int = 0
+    raw_seq: int = 0
     proc: asyncio.subprocess.Process | None = None
     ident: ProcIdentity | None = None
     kill_reason: str = ""  # "timeout" | "cancel" | "shutdown"
@@ -87,9 +98,26 @@ class _Ctx:
         }
         if rec.rejection_comment:
             self.env["TUI_REJECTION_COMMENT"] = rec.rejection_comment
+        self.cost_so_far = rec.cost_usd
+        self.previous_runs: list[RunRecord] = []
+        self.late_answers: list[QuestionRecord] = []
 
     async def output(self, stream: int, lines: list[str]) -> None:
         await self._engine._buffer_output(self._run, stream, lines)
+
+    async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """Put the task in READY until a person answers; None if the question expired."""
+        question_id = await self._engine._raise(self._run, kind, payload)
+        waiter = self._engine._waiters.get(question_id)
+        if waiter is None:
+            return None
+        try:
+            return await asyncio.shield(waiter)
+        except asyncio.CancelledError:
+            # The agent withdrew the request (or the run ended): nobody waits any more.
+            with contextlib.suppress(EngineError):
+                await self._engine.expire(question_id)
+            raise
 
     async def process_started(self, proc: asyncio.subprocess.Process, ident: ProcIdentity) -> None:
         self._run.proc = proc
@@ -128,9 +156,12 @@ class Engine:
 
         self._tasks: dict[str, TaskRecord] = {}
         self._dependents: dict[str, set[str]] = {}
+        # Dependencies not yet COMPLETED, per task: a fan-in of n costs O(n), not O(n²).
+        self._open_deps: dict[str, int] = {}
         self._queue: list[tuple[int, int, str]] = []  # (priority rank, submit seq, id)
         self._running: dict[str, _Run] = {}
         self._runners: set[asyncio.Task[None]] = set()  # until each has fully finished
+        self._commands: set[asyncio.Future[None]] = set()  # inbox commands in flight
         self._waiters: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
         self._wake = asyncio.Event()
         self._changed = asyncio.Condition()
@@ -140,11 +171,11 @@ class Engine:
         self._batch = asyncio.Lock()
 
         self._out_rows: list[tuple[str, int, int, int, float, str]] = []
+        self._raw_rows: list[tuple[str, int, int, float, str]] = []
         self._out_lock = asyncio.Lock()
         self._out_ready = asyncio.Event()
         self._subscribers: set[asyncio.Queue[Event]] = set()
         self._published = Cursor()
-        self._pump_lock = asyncio.Lock()
 
     # -- life cycle ------------------------------------------------------------------------
 
@@ -158,6 +189,7 @@ class Engine:
             await self.store.unregister_engine(engine_id)  # it died without saying so
         await self.store.register_engine(self.id, os.getpid(), proc_start_time(os.getpid()))
         self._published = Cursor(*await self.store.cursor())
+        self.store.on_event = self._on_event  # journal rows reach viewers in commit order
         await self._recover()
         self._started = True
         self._loops = [
@@ -165,7 +197,6 @@ class Engine:
             asyncio.create_task(self._flush_loop(), name="tui-output"),
             asyncio.create_task(self._inbox_loop(), name="tui-inbox"),
         ]
-        await self._pump()
 
     async def stop(self) -> None:
         """Stop scheduling; running attempts are ended as interrupted and retried next start."""
@@ -182,9 +213,10 @@ class Engine:
             run.kill_reason = run.kill_reason or "shutdown"
         await asyncio.gather(*(self._kill(run) for run in runs))
         await asyncio.gather(*self._runners, return_exceptions=True)
+        await asyncio.gather(*self._commands, return_exceptions=True)
         await self._flush_output()
         await self.store.unregister_engine(self.id)
-        await self._pump()
+        self.store.on_event = None
 
     async def __aenter__(self) -> Engine:
         await self.start()
@@ -212,12 +244,23 @@ class Engine:
     async def load(self) -> list[TaskRecord]:
         """Read every task into memory. Enough on its own for commands without scheduling."""
         records = await self.store.list_tasks()
-        self._tasks = {r.id: r for r in records}
-        self._dependents = {}
+        self._tasks, self._dependents, self._open_deps = {}, {}, {}
+        self._index(records)
+        return records
+
+    def _index(self, records: Iterable[TaskRecord]) -> None:
+        """Add tasks to the in-memory maps: dependents, and how many deps each still waits on."""
+        records = list(records)
+        for r in records:
+            self._tasks[r.id] = r
         for r in records:
             for dep in r.depends_on:
                 self._dependents.setdefault(dep, set()).add(r.id)
-        return records
+            self._open_deps[r.id] = sum(
+                1
+                for d in r.depends_on
+                if d not in self._tasks or self._tasks[d].state != State.COMPLETED
+            )
 
     # -- the command API -------------------------------------------------------------------
 
@@ -229,17 +272,12 @@ class Engine:
                 raise EngineError(f"task {t.name!r} depends on unknown task ids: {missing}")
         async with self._batch:
             try:
-                await self.store.insert_tasks(tasks, approved=self.auto_approve)
+                records = await self.store.insert_tasks(tasks, approved=self.auto_approve)
             except StoreError as e:
                 raise EngineError(str(e)) from None
-            for t in tasks:
-                rec = await self.store.get_task(t.id)
-                assert rec is not None
-                self._tasks[t.id] = rec
-                for dep in rec.depends_on:
-                    self._dependents.setdefault(dep, set()).add(t.id)
-            for t in tasks:
-                await self._check_pending(self._tasks[t.id])
+            self._index(records)
+            for rec in records:
+                await self._check_pending(rec)
         await self._changed_now()
         return [t.id for t in tasks]
 
@@ -400,13 +438,10 @@ class Engine:
         )
         if not ok:
             raise EngineError(f"{rec.name} is {rec.state}; it cannot ask now")
-        fresh = await self.store.get_task(rec.id)
-        if fresh is not None:
-            rec.state, rec.reason, rec.question_json = (
-                fresh.state,
-                fresh.reason,
-                fresh.question_json,
-            )
+        # The cache changes before the next await, so viewers woken by the journal see it.
+        if rec.state != State.READY:
+            rec.state, rec.reason = State.READY, waiting_reason(kind)
+            rec.question_json = json.dumps(payload)
         if run is not None:
             run.open_questions.add(question_id)
             run.working.clear()  # the timeout stops counting while a person decides
@@ -471,8 +506,25 @@ class Engine:
         async with self._changed:
             await self._changed.wait_for(lambda: all(self.settled(i) for i in ids))
 
+    @property
+    def has_tasks(self) -> bool:
+        return bool(self._tasks)
+
     def unsettled_ids(self) -> list[str]:
         return [i for i in self._tasks if not self.settled(i)]
+
+    # -- reads for viewers (the log view pages lines by run and line number) ---------------
+
+    async def output_index(self, task_id: str) -> list[tuple[int, int]]:
+        return await self.store.output_index(task_id)
+
+    async def read_run_lines(self, run_id: int, first_seq: int, last_seq: int) -> list[OutputLine]:
+        return await self.store.read_run_lines(run_id, first_seq, last_seq)
+
+    @property
+    def cursor(self) -> Cursor:
+        """Where the live stream stands now: open ``events(cursor)`` to miss nothing after it."""
+        return self._published
 
     # -- the event stream ------------------------------------------------------------------
 
@@ -489,15 +541,15 @@ class Engine:
                     yield ev
                 last_event = batch[-1].id
             while lines := await self.store.read_output(after_id=last_output):
-                yield OutputBatch(lines)
+                yield OutputBatch.of(lines)
                 last_output = lines[-1].id
             while True:
                 item = await queue.get()
                 if isinstance(item, OutputBatch):
-                    fresh = [ln for ln in item.lines if ln.id > last_output]
-                    if fresh:
-                        last_output = fresh[-1].id
-                        yield OutputBatch(fresh)
+                    fresh = item.after(last_output)
+                    if fresh is not None:
+                        last_output = fresh.last_id
+                        yield fresh
                 elif item.id > last_event:
                     last_event = item.id
                     yield item
@@ -508,16 +560,11 @@ class Engine:
         for q in self._subscribers:
             q.put_nowait(item)
 
-    async def _pump(self) -> None:
-        """Publish journal rows committed since the last pump, in commit order."""
-        async with self._pump_lock:
-            while batch := await self.store.read_events(self._published.event_id):
-                for ev in batch:
-                    self._publish(ev)
-                self._published = self._published._replace(event_id=batch[-1].id)
+    def _on_event(self, ev: EventRecord) -> None:
+        self._published = self._published._replace(event_id=ev.id)
+        self._publish(ev)
 
     async def _changed_now(self) -> None:
-        await self._pump()
         self._wake.set()
         async with self._changed:
             self._changed.notify_all()
@@ -561,18 +608,22 @@ class Engine:
         for dep_id in rec.depends_on:
             dep = self._tasks.get(dep_id)
             if dep is not None and dep.state in UNSUCCESSFUL and dep.retry_at is None:
-                await self._move(
-                    rec, State.PENDING, State.CANCELLED, f"dependency {dep.name} ended {dep.state}"
-                )
-                await self._cascade_failure(rec)
+                await self._cancel_dependent(rec, dep)
                 return
-        ready = rec.approved and not self._unfinished_deps(rec)
+        ready = rec.approved and self._open_deps.get(rec.id, 0) == 0
         if ready and await self._move(rec, State.PENDING, State.QUEUED, "ready to run"):
             self._enqueue(rec)
 
+    async def _cancel_dependent(self, rec: TaskRecord, failed: TaskRecord) -> None:
+        reason = f"dependency {failed.name} ended {failed.state}"
+        if await self._move(rec, State.PENDING, State.CANCELLED, reason):
+            await self._cascade_failure(rec)
+
     async def _cascade_failure(self, rec: TaskRecord) -> None:
         for dep_id in sorted(self._dependents.get(rec.id, ())):
-            await self._check_pending(self._tasks[dep_id])
+            dependent = self._tasks[dep_id]
+            if dependent.state == State.PENDING:
+                await self._cancel_dependent(dependent, rec)
 
     async def _after_attempt(self, rec: TaskRecord, outcome: State, reason: str) -> None:
         """RUNNING → outcome, scheduling an automatic retry when the policy allows one."""
@@ -596,14 +647,14 @@ class Engine:
             await self._cascade_failure(rec)
 
     async def _dependents_may_run(self, rec: TaskRecord) -> None:
+        """``rec`` just COMPLETED: each dependent waits on one dependency fewer."""
         for dep_id in sorted(self._dependents.get(rec.id, ())):
-            await self._check_pending(self._tasks[dep_id])
+            self._open_deps[dep_id] = max(0, self._open_deps.get(dep_id, 0) - 1)
+            if self._open_deps[dep_id] == 0:
+                await self._check_pending(self._tasks[dep_id])
 
     def _enqueue(self, rec: TaskRecord) -> None:
-        from tui.store.db import PRIORITY_RANK
-
-        rank = PRIORITY_RANK.get(rec.task.priority.value, 1)
-        heapq.heappush(self._queue, (rank, rec.submit_seq, rec.id))
+        heapq.heappush(self._queue, (priority_rank(rec.task.priority), rec.submit_seq, rec.id))
         self._wake.set()
 
     # -- scheduling ------------------------------------------------------------------------
@@ -689,7 +740,7 @@ class Engine:
                     error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
                 )
             else:
-                result = await adapter.run(_Ctx(self, run, rec))
+                result = await adapter.run(await self._context(run, rec))
         except AdapterError as e:
             result = RunResult(State.FAILED, error=str(e))
         except asyncio.CancelledError:
@@ -703,6 +754,18 @@ class Engine:
             if run.ident is not None:
                 await terminate_group(run.ident.pgid, grace=0.5)
         await self._finish(rec, run, result)
+
+    async def _context(self, run: _Run, rec: TaskRecord) -> _Ctx:
+        ctx = _Ctx(self, run, rec)
+        ctx.previous_runs = [r for r in await self.store.runs(rec.id) if r.id != run.run_id]
+        # Answers that arrived after the run that asked had ended: the next run resumes with them.
+        last_end = max((r.ended_at or 0 for r in ctx.previous_runs), default=0)
+        ctx.late_answers = [
+            q
+            for q in await self.store.questions(task_id=rec.id, open_only=False)
+            if q.status == "answered" and q.kind != "review" and (q.answered_at or 0) > last_end
+        ]
+        return ctx
 
     async def _finish(self, rec: TaskRecord, run: _Run, result: RunResult) -> None:
         outcome, error = result.outcome, result.error
@@ -765,9 +828,24 @@ class Engine:
 
     async def _buffer_output(self, run: _Run, stream: int, lines: list[str]) -> None:
         now = time.time()
-        for text in lines:
-            run.seq += 1
-            self._out_rows.append((run.task_id, run.run_id, stream, run.seq, now, text))
+        if stream == RAW:
+            for text in lines:
+                run.raw_seq += 1
+                self._raw_rows.append((run.task_id, run.run_id, run.raw_seq, now, text))
+        else:
+            n, first = len(lines), run.seq + 1
+            run.seq += n
+            self._out_rows.extend(
+                zip(
+                    repeat(run.task_id, n),
+                    repeat(run.run_id, n),
+                    repeat(stream, n),
+                    range(first, first + n),
+                    repeat(now, n),
+                    lines,
+                    strict=True,
+                )
+            )
         self._out_ready.set()
         if len(self._out_rows) >= FLUSH_HIGH_WATER:
             await self._flush_output()  # backpressure: the pipe fills, the producer waits
@@ -775,11 +853,14 @@ class Engine:
     async def _flush_output(self) -> None:
         async with self._out_lock:
             rows, self._out_rows = self._out_rows, []
+            raw, self._raw_rows = self._raw_rows, []
+            await self.store.append_raw(raw)
             if not rows:
                 return
-            stored: list[OutputLine] = await self.store.append_output(rows)
-            self._published = self._published._replace(output_id=stored[-1].id)
-            self._publish(OutputBatch(stored))
+            first_id = await self.store.append_output(rows)
+            batch = OutputBatch(first_id, rows)
+            self._published = self._published._replace(output_id=batch.last_id)
+            self._publish(batch)
 
     async def _flush_loop(self) -> None:
         while True:
@@ -793,9 +874,17 @@ class Engine:
     async def _inbox_loop(self) -> None:
         while True:
             for command_id, kind, payload in await self.store.pending_commands():
-                ok, reply = await self.dispatch(kind, payload)
-                await self.store.finish_command(command_id, ok, reply)
+                # Shielded: a command that makes the run finish (cancelling the last task)
+                # must still write its reply while the engine stops.
+                job = asyncio.ensure_future(self._run_command(command_id, kind, payload))
+                self._commands.add(job)
+                job.add_done_callback(self._commands.discard)
+                await asyncio.shield(job)
             await asyncio.sleep(INBOX_POLL)
+
+    async def _run_command(self, command_id: int, kind: str, payload: dict[str, Any]) -> None:
+        ok, reply = await self.dispatch(kind, payload)
+        await self.store.finish_command(command_id, ok, reply)
 
     async def dispatch(self, kind: str, payload: dict[str, Any]) -> tuple[bool, str]:
         """Run one named command; used by the inbox and, later, the daemon socket."""

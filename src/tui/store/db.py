@@ -1,4 +1,11 @@
-"""The durable store: one SQLite file in WAL mode, every change inside a checked transaction."""
+"""The durable store: one SQLite file in WAL mode, every change inside a checked transaction.
+
+Each public method is one round trip to aiosqlite's database thread: the whole transaction
+(read, check, write, journal) runs there as a single function, so a state change costs one
+thread hop, not one per statement. Journal rows written by a transaction are handed to
+``on_event`` right after it commits, under the store's lock, so listeners see them in commit
+order.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +14,24 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Collection, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from tui.model.states import State, valid_transition
-from tui.model.task import Task
+from tui.model.task import Task, priority_rank
 from tui.store.records import EventRecord, OutputLine, QuestionRecord, RunRecord, TaskRecord
 from tui.store.schema import MIGRATIONS
 
-_WAITING_REASON = {
+T = TypeVar("T")
+
+WAITING_REASON = {
     "question": "waiting for an answer",
     "approval": "waiting for an approval",
     "review": "waiting for a review",
 }
-PRIORITY_RANK = {"high": 0, "": 1, "normal": 1, "low": 2}
-
 _TASK_COLS = (
     "spec, state, reason, approved, attempts, attempt_base, retry_at, cost_usd, tokens_in,"
     " tokens_out, rejection_comment, question_json, result, created_at, updated_at, submit_seq"
@@ -35,10 +41,66 @@ _RUN_COLS = (
     " outcome, error, cost_usd, tokens_in, tokens_out, session_id"
 )
 _EVENT_COLS = "id, task_id, kind, from_state, to_state, reason, data, at"
+_OUT_COLS = "id, task_id, run_id, stream, seq, at, text"
+_Q_COLS = "id, task_id, run_id, kind, payload, status, answer, created_at, answered_at"
+
+
+def waiting_reason(kind: str) -> str:
+    return WAITING_REASON.get(kind, f"waiting for {kind}")
 
 
 class StoreError(Exception):
     """A problem the user can act on (bad id, duplicate task...). Printed without traceback."""
+
+
+class _Tx:
+    """What a transaction function gets: the connection, and a journal writer."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.events: list[EventRecord] = []
+
+    def one(self, sql: str, args: Sequence[Any] = ()) -> tuple:
+        row = self.db.execute(sql, args).fetchone()
+        return tuple(row) if row is not None else ()
+
+    def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        return [tuple(r) for r in self.db.execute(sql, args).fetchall()]
+
+    def event(
+        self,
+        task_id: str,
+        kind: str,
+        frm: State | None,
+        to: State | None,
+        reason: str,
+        data: dict[str, Any] | None,
+        at: float,
+    ) -> None:
+        cur = self.db.execute(
+            f"INSERT INTO events ({_EVENT_COLS[4:]}) VALUES (?,?,?,?,?,?,?)",
+            (
+                task_id,
+                kind,
+                frm.value if frm else None,
+                to.value if to else None,
+                reason,
+                json.dumps(data) if data else None,
+                at,
+            ),
+        )
+        self.events.append(
+            EventRecord(
+                int(cur.lastrowid or 0),
+                task_id,
+                kind,
+                frm.value if frm else None,
+                to.value if to else None,
+                reason,
+                data or {},
+                at,
+            )
+        )
 
 
 class Store:
@@ -47,124 +109,113 @@ class Store:
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
-        # One connection is shared by every coroutine; the lock keeps transactions whole.
+        # One connection serves every coroutine; the lock keeps transactions whole and
+        # makes journal delivery follow commit order.
         self._lock = asyncio.Lock()
+        self.on_event: Callable[[EventRecord], None] | None = None
 
     # -- opening -----------------------------------------------------------------------------
 
     @classmethod
     async def open(cls, path: str | os.PathLike[str]) -> Store:
         p = Path(path).expanduser()
+        if p.is_dir():
+            raise StoreError(f"cannot open database {p}: it is a directory (give a file path)")
         try:
             p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             existed = p.exists()
             conn = await aiosqlite.connect(str(p), isolation_level=None)
-        except (OSError, aiosqlite.Error) as e:
+        except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open database {p}: {e}") from None
         if not existed:
             os.chmod(p, 0o600)  # task text and output can hold secrets
         store = cls(conn, p)
         try:
-            await store._setup()
+            await store._call(_setup, write=False)
+        except sqlite3.DatabaseError as e:
+            await conn.close()
+            raise StoreError(f"{p} is not a usable tui database: {e}") from None
         except BaseException:
             await conn.close()
             raise
         return store
 
-    async def _setup(self) -> None:
-        c = self._conn
-        await c.execute("PRAGMA busy_timeout = 10000")
-        # WAL lets other processes read while we write; NORMAL is durable against a crash of
-        # this process (the case that matters here), without an fsync per transition.
-        await c.execute("PRAGMA journal_mode = WAL")
-        await c.execute("PRAGMA synchronous = NORMAL")
-        async with self._tx():
-            (version,) = await self._one("PRAGMA user_version")
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"{self.path} was written by a newer tui (schema v{version}); upgrade tui"
-                )
-            for i in range(version, len(MIGRATIONS)):
-                for stmt in _split_sql(MIGRATIONS[i]):
-                    await c.execute(stmt)
-                await c.execute(f"PRAGMA user_version = {i + 1}")
-
     async def close(self) -> None:
         await self._conn.close()
 
-    # -- transaction helpers -----------------------------------------------------------------
-
-    @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _call(self, fn: Callable[[_Tx], T], *, write: bool = True) -> T:
         async with self._lock:
-            await self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                await self._conn.execute("ROLLBACK")
-                raise
-            await self._conn.execute("COMMIT")
-
-    @asynccontextmanager
-    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
-        async with self._lock:
-            yield self._conn
-
-    async def _one(self, sql: str, args: Sequence[Any] = ()) -> tuple:
-        async with self._conn.execute(sql, args) as cur:
-            row = await cur.fetchone()
-        return tuple(row) if row is not None else ()
-
-    async def _all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
-        async with self._conn.execute(sql, args) as cur:
-            return [tuple(r) for r in await cur.fetchall()]
+            # aiosqlite's worker runs the whole function in its thread: one hop per call.
+            result, events = await self._conn._execute(_in_thread, self._conn, fn, write)
+            if events and self.on_event is not None:
+                for ev in events:
+                    self.on_event(ev)
+            return result
 
     # -- tasks -------------------------------------------------------------------------------
 
-    async def insert_tasks(self, tasks: Sequence[Task], *, approved: bool) -> None:
+    async def insert_tasks(self, tasks: Sequence[Task], *, approved: bool) -> list[TaskRecord]:
         """Store new tasks as PENDING, all or none. Ids already stored are refused."""
         now = time.time()
-        async with self._tx() as c:
-            ids = [t.id for t in tasks]
-            taken = await self._existing_ids(ids)
+
+        def tx(t: _Tx) -> list[TaskRecord]:
+            taken = _existing_ids(t, [task.id for task in tasks])
             if taken:
                 raise StoreError(
                     "task ids already stored: "
                     + ", ".join(sorted(taken))
                     + " (continue them with `tui run` and no file, or `tui retry ID`)"
                 )
-            (seq,) = await self._one("SELECT COALESCE(MAX(submit_seq), 0) FROM tasks")
-            for i, t in enumerate(tasks, start=1):
-                await c.execute(
+            (seq,) = t.one("SELECT COALESCE(MAX(submit_seq), 0) FROM tasks")
+            out = []
+            for i, task in enumerate(tasks, start=1):
+                t.db.execute(
                     "INSERT INTO tasks (id, name, spec, state, priority_rank, submit_seq, approved,"
                     " parent_task_id, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (
-                        t.id,
-                        t.name,
-                        t.model_dump_json(),
+                        task.id,
+                        task.name,
+                        task.model_dump_json(),
                         State.PENDING.value,
-                        PRIORITY_RANK.get(t.priority.value, 1),
+                        priority_rank(task.priority),
                         seq + i,
                         int(approved),
-                        t.parent_task_id,
+                        task.parent_task_id,
                         now,
                         now,
                     ),
                 )
-                await c.executemany(
+                t.db.executemany(
                     "INSERT OR IGNORE INTO deps (task_id, depends_on) VALUES (?, ?)",
-                    [(t.id, d) for d in t.depends_on],
+                    [(task.id, d) for d in task.depends_on],
                 )
-                await self._event(t.id, "submitted", None, State.PENDING, "submitted", None, now)
+                t.event(
+                    task.id, "submitted", None, State.PENDING, "submitted", {"name": task.name}, now
+                )
+                out.append(
+                    TaskRecord(
+                        task=task,
+                        state=State.PENDING,
+                        reason="",
+                        approved=approved,
+                        attempts=0,
+                        attempt_base=0,
+                        retry_at=None,
+                        cost_usd=0.0,
+                        tokens_in=0,
+                        tokens_out=0,
+                        rejection_comment="",
+                        question_json=None,
+                        result=None,
+                        created_at=now,
+                        updated_at=now,
+                        submit_seq=seq + i,
+                        depends_on=list(dict.fromkeys(task.depends_on)),
+                    )
+                )
+            return out
 
-    async def _existing_ids(self, ids: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = await self._all(f"SELECT id FROM tasks WHERE id IN ({marks})", chunk)
-            found.update(r[0] for r in rows)
-        return found
+        return await self._call(tx)
 
     async def transition(
         self,
@@ -181,8 +232,9 @@ class Store:
         """
         allowed = {expected} if isinstance(expected, State) else set(expected)
         now = time.time()
-        async with self._tx() as c:
-            row = await self._one("SELECT state FROM tasks WHERE id = ?", (task_id,))
+
+        def tx(t: _Tx) -> bool:
+            row = t.one("SELECT state FROM tasks WHERE id = ?", (task_id,))
             if not row:
                 return False
             current = State(row[0])
@@ -190,83 +242,76 @@ class Store:
                 return False
             cols = {"state": to.value, "reason": reason, "updated_at": now, **updates}
             sets = ", ".join(f"{k} = ?" for k in cols)
-            cur = await c.execute(
+            cur = t.db.execute(
                 f"UPDATE tasks SET {sets} WHERE id = ? AND state = ?",
                 (*cols.values(), task_id, current.value),
             )
             if cur.rowcount != 1:
                 return False
-            await self._event(task_id, "state", current, to, reason, None, now)
+            t.event(task_id, "state", current, to, reason, None, now)
             return True
+
+        return await self._call(tx)
 
     async def update_task(self, task_id: str, **cols: Any) -> None:
         """Change non-state columns (approval flag, retry time, totals)."""
         sets = ", ".join(f"{k} = ?" for k in cols)
-        async with self._tx() as c:
-            await c.execute(
-                f"UPDATE tasks SET {sets}, updated_at = ? WHERE id = ?",
-                (*cols.values(), time.time(), task_id),
-            )
+        args = (*cols.values(), time.time(), task_id)
+        await self._call(
+            lambda t: t.db.execute(f"UPDATE tasks SET {sets}, updated_at = ? WHERE id = ?", args)
+        )
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
-        async with self._read():
-            rows = await self._all(f"SELECT {_TASK_COLS} FROM tasks WHERE id = ?", (task_id,))
+        def tx(t: _Tx) -> TaskRecord | None:
+            rows = t.all(f"SELECT {_TASK_COLS} FROM tasks WHERE id = ?", (task_id,))
             if not rows:
                 return None
-            deps = await self._deps_map([task_id])
-        return _task_from_row(rows[0], deps.get(task_id, []))
+            deps = [
+                r[0]
+                for r in t.all(
+                    "SELECT depends_on FROM deps WHERE task_id = ? ORDER BY rowid", (task_id,)
+                )
+            ]
+            return _task_from_row(rows[0], deps)
+
+        return await self._call(tx, write=False)
 
     async def list_tasks(
         self, states: Collection[State] | None = None, tag: str | None = None
     ) -> list[TaskRecord]:
-        sql = f"SELECT {_TASK_COLS} FROM tasks"
+        sql = f"SELECT id, {_TASK_COLS} FROM tasks"
         args: list[Any] = []
         if states:
             sql += f" WHERE state IN ({','.join('?' * len(states))})"
             args += [s.value for s in states]
-        sql += " ORDER BY submit_seq"
-        async with self._read():
-            rows = await self._all(sql, args)
-            deps = await self._deps_map(None)
-        out = [_task_from_row(r, deps.get(json.loads(r[0])["id"], [])) for r in rows]
-        if tag:
-            out = [r for r in out if tag in r.task.tags]
-        return out
 
-    async def _deps_map(self, ids: list[str] | None) -> dict[str, list[str]]:
-        if ids is None:
-            rows = await self._all("SELECT task_id, depends_on FROM deps ORDER BY rowid")
-        else:
-            marks = ",".join("?" * len(ids))
-            rows = await self._all(
-                f"SELECT task_id, depends_on FROM deps WHERE task_id IN ({marks}) ORDER BY rowid",
-                ids,
-            )
-        out: dict[str, list[str]] = {}
-        for tid, dep in rows:
-            out.setdefault(tid, []).append(dep)
-        return out
+        def tx(t: _Tx) -> list[TaskRecord]:
+            rows = t.all(sql + " ORDER BY submit_seq", args)
+            deps: dict[str, list[str]] = {}
+            for tid, dep in t.all("SELECT task_id, depends_on FROM deps ORDER BY rowid"):
+                deps.setdefault(tid, []).append(dep)
+            return [_task_from_row(r[1:], deps.get(r[0], [])) for r in rows]
 
-    async def dependents(self, task_id: str) -> list[str]:
-        async with self._read():
-            rows = await self._all("SELECT task_id FROM deps WHERE depends_on = ?", (task_id,))
-        return [r[0] for r in rows]
+        out = await self._call(tx, write=False)
+        return [r for r in out if tag in r.task.tags] if tag else out
 
     async def all_ids(self) -> set[str]:
-        async with self._read():
-            return {r[0] for r in await self._all("SELECT id FROM tasks")}
+        rows = await self._call(lambda t: t.all("SELECT id FROM tasks"), write=False)
+        return {r[0] for r in rows}
 
     async def resolve(self, ref: str) -> str:
         """A full id, a unique id prefix, or a unique task name → the task id."""
-        async with self._read():
-            exact = await self._all("SELECT id FROM tasks WHERE id = ?", (ref,))
-            if exact:
-                return ref
-            by_prefix = await self._all(
+
+        def tx(t: _Tx) -> dict[str, str]:
+            if t.all("SELECT id FROM tasks WHERE id = ?", (ref,)):
+                return {ref: ""}
+            rows = t.all(
                 "SELECT id, name FROM tasks WHERE id LIKE ? ESCAPE '\\'", (_like_prefix(ref),)
             )
-            by_name = await self._all("SELECT id, name FROM tasks WHERE name = ?", (ref,))
-        matches = {r[0]: r[1] for r in by_prefix + by_name}
+            rows += t.all("SELECT id, name FROM tasks WHERE name = ?", (ref,))
+            return {r[0]: r[1] for r in rows}
+
+        matches = await self._call(tx, write=False)
         if len(matches) == 1:
             return next(iter(matches))
         if not matches:
@@ -279,22 +324,23 @@ class Store:
     async def begin_run(self, task_id: str, engine_id: str) -> tuple[int, int] | None:
         """QUEUED → RUNNING plus a new run row, in one transaction. Returns (run_id, attempt)."""
         now = time.time()
-        async with self._tx() as c:
-            row = await self._one("SELECT state, attempts FROM tasks WHERE id = ?", (task_id,))
+
+        def tx(t: _Tx) -> tuple[int, int] | None:
+            row = t.one("SELECT state, attempts FROM tasks WHERE id = ?", (task_id,))
             if not row or row[0] != State.QUEUED.value:
                 return None
             attempt = row[1] + 1
-            await c.execute(
+            t.db.execute(
                 "UPDATE tasks SET state = ?, reason = '', attempts = ?, retry_at = NULL,"
                 " updated_at = ? WHERE id = ?",
                 (State.RUNNING.value, attempt, now, task_id),
             )
-            cur = await c.execute(
+            cur = t.db.execute(
                 "INSERT INTO runs (task_id, attempt, engine_id, started_at) VALUES (?,?,?,?)",
                 (task_id, attempt, engine_id, now),
             )
             run_id = int(cur.lastrowid or 0)
-            await self._event(
+            t.event(
                 task_id,
                 "state",
                 State.QUEUED,
@@ -305,14 +351,17 @@ class Store:
             )
             return run_id, attempt
 
+        return await self._call(tx)
+
     async def set_run_process(
         self, run_id: int, pid: int, pgid: int, proc_start: int | None
     ) -> None:
-        async with self._tx() as c:
-            await c.execute(
-                "UPDATE runs SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?",
-                (pid, pgid, proc_start, run_id),
+        args = (pid, pgid, proc_start, run_id)
+        await self._call(
+            lambda t: t.db.execute(
+                "UPDATE runs SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?", args
             )
+        )
 
     async def end_run(
         self,
@@ -328,12 +377,13 @@ class Store:
     ) -> None:
         """Close a run and add its cost and tokens to the task's totals."""
         now = time.time()
-        async with self._tx() as c:
-            row = await self._one("SELECT task_id, ended_at FROM runs WHERE id = ?", (run_id,))
+
+        def tx(t: _Tx) -> None:
+            row = t.one("SELECT task_id, ended_at FROM runs WHERE id = ?", (run_id,))
             if not row or row[1] is not None:
                 return
             task_id = row[0]
-            await c.execute(
+            t.db.execute(
                 "UPDATE runs SET ended_at = ?, outcome = ?, exit_code = ?, error = ?, cost_usd = ?,"
                 " tokens_in = ?, tokens_out = ?, session_id = ? WHERE id = ?",
                 (
@@ -348,7 +398,7 @@ class Store:
                     run_id,
                 ),
             )
-            await c.execute(
+            t.db.execute(
                 "UPDATE tasks SET cost_usd = cost_usd + ?, tokens_in = tokens_in + ?,"
                 " tokens_out = tokens_out + ? WHERE id = ?",
                 (cost_usd, tokens_in, tokens_out, task_id),
@@ -361,8 +411,11 @@ class Store:
                 "cost_usd": cost_usd,
                 "tokens_in": tokens_in,
                 "tokens_out": tokens_out,
+                "session_id": session_id,
             }
-            await self._event(task_id, "run_ended", None, None, outcome, data, now)
+            t.event(task_id, "run_ended", None, None, outcome, data, now)
+
+        await self._call(tx)
 
     async def runs(self, task_id: str | None = None, *, open_only: bool = False) -> list[RunRecord]:
         sql = f"SELECT {_RUN_COLS} FROM runs WHERE 1=1"
@@ -372,28 +425,49 @@ class Store:
             args.append(task_id)
         if open_only:
             sql += " AND ended_at IS NULL"
-        async with self._read():
-            rows = await self._all(sql + " ORDER BY id", args)
+        rows = await self._call(lambda t: t.all(sql + " ORDER BY id", args), write=False)
         return [RunRecord(*r) for r in rows]
 
     # -- output ------------------------------------------------------------------------------
 
-    async def append_output(
-        self, rows: Sequence[tuple[str, int, int, int, float, str]]
-    ) -> list[OutputLine]:
-        """Store a batch of (task_id, run_id, stream, seq, at, text) in one transaction."""
+    async def append_output(self, rows: Sequence[tuple[str, int, int, int, float, str]]) -> int:
+        """Store a batch of (task_id, run_id, stream, seq, at, text); returns the first id.
+
+        Inside BEGIN IMMEDIATE nobody else writes, so the batch takes ids first..first+n-1.
+        """
         if not rows:
-            return []
-        async with self._tx() as c:
-            (last,) = await self._one("SELECT COALESCE(MAX(id), 0) FROM output")
-            # Inside BEGIN IMMEDIATE nobody else writes, so the ids are ours and in order.
-            lines = [OutputLine(last + i, *r) for i, r in enumerate(rows, start=1)]
-            await c.executemany(
-                "INSERT INTO output (id, task_id, run_id, stream, seq, at, text)"
-                " VALUES (?,?,?,?,?,?,?)",
-                [(ln.id, ln.task_id, ln.run_id, ln.stream, ln.seq, ln.at, ln.text) for ln in lines],
+            return 0
+
+        def tx(t: _Tx) -> int:
+            (last,) = t.one("SELECT COALESCE(MAX(id), 0) FROM output")
+            t.db.executemany(
+                "INSERT INTO output (task_id, run_id, stream, seq, at, text) VALUES (?,?,?,?,?,?)",
+                rows,
             )
-        return lines
+            return int(last) + 1
+
+        return await self._call(tx)
+
+    async def append_raw(self, rows: Sequence[tuple[str, int, int, float, str]]) -> None:
+        """Store a batch of (task_id, run_id, seq, at, text) protocol lines."""
+        if rows:
+            await self._call(
+                lambda t: t.db.executemany(
+                    "INSERT INTO raw_output (task_id, run_id, seq, at, text) VALUES (?,?,?,?,?)",
+                    rows,
+                )
+            )
+
+    async def read_raw(self, task_id: str) -> list[tuple[int, str]]:
+        """(run_id, text) of a task's protocol lines, oldest first."""
+        return await self._call(
+            lambda t: t.all(
+                "SELECT run_id, text FROM raw_output WHERE run_id IN"
+                " (SELECT id FROM runs WHERE task_id = ?) ORDER BY run_id, seq",
+                (task_id,),
+            ),
+            write=False,
+        )
 
     async def read_output(
         self,
@@ -402,88 +476,62 @@ class Store:
         after_id: int = 0,
         limit: int = 10_000,
         stream: int | None = None,
-        run_id: int | None = None,
     ) -> list[OutputLine]:
-        sql = "SELECT id, task_id, run_id, stream, seq, at, text FROM output WHERE id > ?"
-        args: list[Any] = [after_id]
         if task_id is not None:
-            sql += " AND task_id = ?"
-            args.append(task_id)
+            sql = (
+                f"SELECT {_OUT_COLS} FROM output WHERE run_id IN"
+                " (SELECT id FROM runs WHERE task_id = ?) AND id > ?"
+            )
+            args: list[Any] = [task_id, after_id]
+        else:
+            sql = f"SELECT {_OUT_COLS} FROM output WHERE id > ?"
+            args = [after_id]
         if stream is not None:
             sql += " AND stream = ?"
             args.append(stream)
-        if run_id is not None:
-            sql += " AND run_id = ?"
-            args.append(run_id)
         sql += " ORDER BY id LIMIT ?"
         args.append(limit)
-        async with self._read():
-            rows = await self._all(sql, args)
+        rows = await self._call(lambda t: t.all(sql, args), write=False)
         return [OutputLine(*r) for r in rows]
 
     async def output_index(self, task_id: str) -> list[tuple[int, int]]:
         """(run_id, number of lines) for each run of a task, oldest first: a log view's map."""
-        async with self._read():
-            rows = await self._all(
+        rows = await self._call(
+            lambda t: t.all(
                 "SELECT r.id, (SELECT COALESCE(MAX(seq), 0) FROM output o WHERE o.run_id = r.id)"
                 " FROM runs r WHERE r.task_id = ? ORDER BY r.id",
                 (task_id,),
-            )
+            ),
+            write=False,
+        )
         return [(int(r), int(n)) for r, n in rows]
 
     async def read_run_lines(self, run_id: int, first_seq: int, last_seq: int) -> list[OutputLine]:
         """Lines ``first_seq..last_seq`` (1-based, inclusive) of one run."""
-        async with self._read():
-            rows = await self._all(
-                "SELECT id, task_id, run_id, stream, seq, at, text FROM output"
-                " WHERE run_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+        rows = await self._call(
+            lambda t: t.all(
+                f"SELECT {_OUT_COLS} FROM output WHERE run_id = ? AND seq BETWEEN ? AND ?"
+                " ORDER BY seq",
                 (run_id, first_seq, last_seq),
-            )
+            ),
+            write=False,
+        )
         return [OutputLine(*r) for r in rows]
-
-    async def last_output_seq(self, run_id: int) -> int:
-        async with self._read():
-            (n,) = await self._one(
-                "SELECT COALESCE(MAX(seq), 0) FROM output WHERE run_id = ?", (run_id,)
-            )
-        return int(n)
 
     # -- the journal -------------------------------------------------------------------------
 
-    async def _event(
-        self,
-        task_id: str,
-        kind: str,
-        frm: State | None,
-        to: State | None,
-        reason: str,
-        data: dict[str, Any] | None,
-        at: float,
-    ) -> None:
-        await self._conn.execute(
-            "INSERT INTO events (task_id, kind, from_state, to_state, reason, data, at)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (
-                task_id,
-                kind,
-                frm.value if frm else None,
-                to.value if to else None,
-                reason,
-                json.dumps(data) if data else None,
-                at,
-            ),
-        )
-
     async def add_event(self, task_id: str, kind: str, data: dict[str, Any]) -> None:
-        async with self._tx():
-            await self._event(task_id, kind, None, None, "", data, time.time())
+        now = time.time()
+        await self._call(lambda t: t.event(task_id, kind, None, None, "", data, now))
 
     async def read_events(self, after_id: int = 0, limit: int = 10_000) -> list[EventRecord]:
-        async with self._read():
-            rows = await self._all(
+        rows = await self._call(
+            lambda t: t.all(
                 f"SELECT {_EVENT_COLS} FROM events WHERE id > ? ORDER BY id LIMIT ?",
                 (after_id, limit),
-            )
+            ),
+            write=False,
+        )
         return [EventRecord.from_row(r) for r in rows]
 
     async def transitions(
@@ -495,17 +543,19 @@ class Store:
         if task_id:
             sql += " WHERE task_id = ?"
             args = (task_id,)
-        async with self._read():
-            return await self._all(sql + " ORDER BY id", args)
+        return await self._call(lambda t: t.all(sql + " ORDER BY id", args), write=False)
 
     async def cursor(self) -> tuple[int, int]:
         """The newest (event id, output id): where a live stream starts."""
-        async with self._read():
-            (e,) = await self._one("SELECT COALESCE(MAX(id), 0) FROM events")
-            (o,) = await self._one("SELECT COALESCE(MAX(id), 0) FROM output")
-        return int(e), int(o)
 
-    # -- questions -----------------------------------------------------------------------------
+        def tx(t: _Tx) -> tuple[int, int]:
+            (e,) = t.one("SELECT COALESCE(MAX(id), 0) FROM events")
+            (o,) = t.one("SELECT COALESCE(MAX(id), 0) FROM output")
+            return int(e), int(o)
+
+        return await self._call(tx, write=False)
+
+    # -- questions ---------------------------------------------------------------------------
 
     async def raise_question(
         self,
@@ -523,25 +573,25 @@ class Store:
         """
         now = time.time()
         body = json.dumps(payload)
-        async with self._tx() as c:
-            row = await self._one("SELECT state FROM tasks WHERE id = ?", (task_id,))
+
+        def tx(t: _Tx) -> bool:
+            row = t.one("SELECT state FROM tasks WHERE id = ?", (task_id,))
             if not row or State(row[0]) not in expected:
                 return False
             current = State(row[0])
-            await c.execute(
-                "INSERT INTO questions (id, task_id, run_id, kind, payload, created_at)"
-                " VALUES (?,?,?,?,?,?)",
+            t.db.execute(
+                f"INSERT INTO questions ({_Q_COLS}) VALUES (?,?,?,?,?,'open',NULL,?,NULL)",
                 (question_id, task_id, run_id, kind, body, now),
             )
-            reason = _WAITING_REASON.get(kind, f"waiting for {kind}")
+            reason = waiting_reason(kind)
             if current != State.READY:
-                await c.execute(
+                t.db.execute(
                     "UPDATE tasks SET state = ?, reason = ?, question_json = ?, updated_at = ?"
                     " WHERE id = ?",
                     (State.READY.value, reason, body, now, task_id),
                 )
-                await self._event(task_id, "state", current, State.READY, reason, None, now)
-            await self._event(
+                t.event(task_id, "state", current, State.READY, reason, None, now)
+            t.event(
                 task_id,
                 "question",
                 None,
@@ -552,28 +602,29 @@ class Store:
             )
             return True
 
+        return await self._call(tx)
+
     async def close_question(
         self, question_id: str, status: str, answer: dict[str, Any] | None = None
     ) -> bool:
         """open → answered | expired | cancelled, exactly once (compare-and-set)."""
         now = time.time()
-        async with self._tx() as c:
-            cur = await c.execute(
+
+        def tx(t: _Tx) -> bool:
+            cur = t.db.execute(
                 "UPDATE questions SET status = ?, answer = ?, answered_at = ?"
                 " WHERE id = ? AND status = 'open'",
                 (status, json.dumps(answer) if answer is not None else None, now, question_id),
             )
             if cur.rowcount != 1:
                 return False
-            (task_id,) = await self._one(
-                "SELECT task_id FROM questions WHERE id = ?", (question_id,)
-            )
-            await c.execute(
+            (task_id,) = t.one("SELECT task_id FROM questions WHERE id = ?", (question_id,))
+            t.db.execute(
                 "UPDATE tasks SET question_json = NULL WHERE id = ? AND NOT EXISTS"
                 " (SELECT 1 FROM questions WHERE task_id = ? AND status = 'open')",
                 (task_id, task_id),
             )
-            await self._event(
+            t.event(
                 task_id,
                 "answered",
                 None,
@@ -584,92 +635,154 @@ class Store:
             )
             return True
 
+        return await self._call(tx)
+
     async def questions(
         self, *, task_id: str | None = None, open_only: bool = True
     ) -> list[QuestionRecord]:
-        sql = (
-            "SELECT id, task_id, run_id, kind, payload, status, answer, created_at,"
-            " answered_at FROM questions WHERE 1=1"
-        )
+        sql = f"SELECT {_Q_COLS} FROM questions WHERE 1=1"
         args: list[Any] = []
         if open_only:
             sql += " AND status = 'open'"
         if task_id is not None:
             sql += " AND task_id = ?"
             args.append(task_id)
-        async with self._read():
-            rows = await self._all(sql + " ORDER BY created_at DESC, rowid DESC", args)
+        rows = await self._call(
+            lambda t: t.all(sql + " ORDER BY created_at DESC, rowid DESC", args), write=False
+        )
         return [QuestionRecord.from_row(r) for r in rows]
 
     async def get_question(self, question_id: str) -> QuestionRecord | None:
-        async with self._read():
-            rows = await self._all(
-                "SELECT id, task_id, run_id, kind, payload, status, answer, created_at,"
-                " answered_at FROM questions WHERE id = ? OR id LIKE ? ESCAPE '\\'",
+        rows = await self._call(
+            lambda t: t.all(
+                f"SELECT {_Q_COLS} FROM questions WHERE id = ? OR id LIKE ? ESCAPE '\\'",
                 (question_id, _like_prefix(question_id)),
-            )
+            ),
+            write=False,
+        )
         if len(rows) > 1:
-            exact = [r for r in rows if r[0] == question_id]
-            if not exact:
+            rows = [r for r in rows if r[0] == question_id]
+            if not rows:
                 raise StoreError(f"question id {question_id!r} is ambiguous; give more of it")
-            rows = exact
         return QuestionRecord.from_row(rows[0]) if rows else None
 
     # -- engines and their command inbox -----------------------------------------------------
 
     async def register_engine(self, engine_id: str, pid: int, proc_start: int | None) -> None:
-        async with self._tx() as c:
-            await c.execute(
-                "INSERT INTO engines (id, pid, proc_start, started_at) VALUES (?,?,?,?)",
-                (engine_id, pid, proc_start, time.time()),
+        args = (engine_id, pid, proc_start, time.time())
+        await self._call(
+            lambda t: t.db.execute(
+                "INSERT INTO engines (id, pid, proc_start, started_at) VALUES (?,?,?,?)", args
             )
+        )
 
     async def unregister_engine(self, engine_id: str) -> None:
-        async with self._tx() as c:
-            await c.execute(
-                "UPDATE engines SET stopped_at = ? WHERE id = ?", (time.time(), engine_id)
-            )
+        args = (time.time(), engine_id)
+        await self._call(
+            lambda t: t.db.execute("UPDATE engines SET stopped_at = ? WHERE id = ?", args)
+        )
 
-    async def engines(self, *, running_only: bool = True) -> list[tuple[str, int, int | None]]:
-        sql = "SELECT id, pid, proc_start FROM engines"
-        if running_only:
-            sql += " WHERE stopped_at IS NULL"
-        async with self._read():
-            return await self._all(sql + " ORDER BY started_at")
+    async def engines(self) -> list[tuple[str, int, int | None]]:
+        """(id, pid, process start time) of engines that have not said they stopped."""
+        return await self._call(
+            lambda t: t.all(
+                "SELECT id, pid, proc_start FROM engines WHERE stopped_at IS NULL"
+                " ORDER BY started_at"
+            ),
+            write=False,
+        )
 
     async def enqueue_command(self, kind: str, payload: dict[str, Any]) -> int:
-        async with self._tx() as c:
-            cur = await c.execute(
-                "INSERT INTO commands (kind, payload, created_at) VALUES (?,?,?)",
-                (kind, json.dumps(payload), time.time()),
+        args = (kind, json.dumps(payload), time.time())
+        return await self._call(
+            lambda t: int(
+                t.db.execute(
+                    "INSERT INTO commands (kind, payload, created_at) VALUES (?,?,?)", args
+                ).lastrowid
+                or 0
             )
-            return int(cur.lastrowid or 0)
+        )
 
     async def pending_commands(self) -> list[tuple[int, str, dict[str, Any]]]:
-        async with self._read():
-            rows = await self._all(
+        rows = await self._call(
+            lambda t: t.all(
                 "SELECT id, kind, payload FROM commands WHERE done_at IS NULL ORDER BY id"
-            )
+            ),
+            write=False,
+        )
         return [(i, k, json.loads(p)) for i, k, p in rows]
 
     async def finish_command(self, command_id: int, ok: bool, reply: str) -> bool:
-        """Mark a command done; False if another engine already took it (exactly once)."""
-        async with self._tx() as c:
-            cur = await c.execute(
-                "UPDATE commands SET done_at = ?, ok = ?, reply = ?"
-                " WHERE id = ? AND done_at IS NULL",
-                (time.time(), int(ok), reply, command_id),
+        """Mark a command done; False if it was already done (exactly once)."""
+        args = (time.time(), int(ok), reply, command_id)
+        return await self._call(
+            lambda t: (
+                t.db.execute(
+                    "UPDATE commands SET done_at = ?, ok = ?, reply = ?"
+                    " WHERE id = ? AND done_at IS NULL",
+                    args,
+                ).rowcount
+                == 1
             )
-            return cur.rowcount == 1
+        )
 
     async def command_reply(self, command_id: int) -> tuple[bool, str] | None:
-        async with self._read():
-            row = await self._one(
-                "SELECT done_at, ok, reply FROM commands WHERE id = ?", (command_id,)
-            )
+        row = await self._call(
+            lambda t: t.one("SELECT done_at, ok, reply FROM commands WHERE id = ?", (command_id,)),
+            write=False,
+        )
         if not row or row[0] is None:
             return None
         return bool(row[1]), row[2] or ""
+
+
+def _in_thread(
+    conn: aiosqlite.Connection, fn: Callable[[_Tx], T], write: bool
+) -> tuple[T, list[EventRecord]]:
+    t = _Tx(conn._conn)
+    if not write:
+        return fn(t), []
+    t.db.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(t)
+    except BaseException:
+        t.db.execute("ROLLBACK")
+        raise
+    t.db.execute("COMMIT")
+    return result, t.events
+
+
+def _setup(t: _Tx) -> None:
+    t.db.execute("PRAGMA busy_timeout = 10000")
+    # WAL lets other processes read while we write; NORMAL is durable against a crash of
+    # this process (the case that matters here), without an fsync per transition.
+    t.db.execute("PRAGMA journal_mode = WAL")
+    t.db.execute("PRAGMA synchronous = NORMAL")
+    t.db.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = t.one("PRAGMA user_version")
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"the database was written by a newer tui (schema v{version}); upgrade tui"
+            )
+        for i in range(version, len(MIGRATIONS)):
+            # Statement by statement inside our transaction: executescript would commit.
+            for stmt in _split_sql(MIGRATIONS[i]):
+                t.db.execute(stmt)
+            t.db.execute(f"PRAGMA user_version = {i + 1}")
+    except BaseException:
+        t.db.execute("ROLLBACK")
+        raise
+    t.db.execute("COMMIT")
+
+
+def _existing_ids(t: _Tx, ids: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        found.update(r[0] for r in t.all(f"SELECT id FROM tasks WHERE id IN ({marks})", chunk))
+    return found
 
 
 def _task_from_row(row: tuple, deps: list[str]) -> TaskRecord:
@@ -701,8 +814,6 @@ def _like_prefix(ref: str) -> str:
 
 
 def _split_sql(script: str) -> Iterable[str]:
-    # Migrations run statement by statement inside our own transaction (executescript would
-    # commit behind our back); sqlite3 itself tells where a statement ends.
     stmt = ""
     for line in script.splitlines(keepends=True):
         stmt += line

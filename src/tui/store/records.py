@@ -170,3 +170,4 @@ class EventRecord:
 
 STDOUT = 1
 STDERR = 2
+RAW = 3  # an agent CLI's protocol line: stored apart, for `tui logs --raw`

@@ -76,7 +76,18 @@ MIGRATIONS: list[str] = [
         at REAL NOT NULL,
         text TEXT NOT NULL
     );
-    CREATE INDEX output_task ON output(task_id, id);
+    -- A task's log is paged by (run, line number); no index on task_id keeps inserts fast.
+    CREATE INDEX output_run ON output(run_id, seq);
+    -- The agent CLI's own protocol lines, kept for debugging (`tui logs --raw`).
+    CREATE TABLE raw_output (
+        id INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        run_id INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        at REAL NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX raw_output_run ON raw_output(run_id, seq);
     CREATE TABLE questions (
         id TEXT PRIMARY KEY,
         task_id TEXT NOT NULL,
@@ -107,9 +118,5 @@ MIGRATIONS: list[str] = [
         started_at REAL NOT NULL,
         stopped_at REAL
     );
-    """,
-    # v2: page a task's log by (run, line number) without OFFSET scans.
-    """
-    CREATE INDEX output_run ON output(run_id, seq);
     """,
 ]

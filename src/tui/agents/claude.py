@@ -1,0 +1,340 @@
+"""`agent.type: claude` — drive the Claude Code CLI over its stream-json protocol.
+
+The CLI runs with ``--input-format stream-json --permission-prompt-tool stdio``: the prompt is a
+user message on stdin, and every question (AskUserQuestion), permission (Bash, Write, MCP...)
+and plan (ExitPlanMode) arrives as a ``control_request`` that is answered on stdin once a person
+has decided through the engine (``ctx.ask``). stdin stays open until the ``result`` line.
+See docs/claude.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+from collections import deque
+from typing import Any
+
+from tui.agents.base import AdapterError, RunContext, RunResult
+from tui.agents.claude_protocol import (
+    PLAN_TOOL,
+    QUESTION_TOOL,
+    answer_approval,
+    answer_question,
+    approval_payload,
+    build_argv,
+    control_error,
+    control_response,
+    first_prompt,
+    latest_session,
+    parse_result,
+    plans_first,
+    question_payload,
+    read_context_files,
+    render,
+    resume_prompt,
+    user_message,
+)
+from tui.agents.lines import LineSplitter
+from tui.engine.procs import spawn, terminate_group, wait_leader
+from tui.model.states import State
+from tui.model.task import AgentConfig, PermissionMode
+from tui.store.records import RAW, STDERR, STDOUT
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 256 * 1024
+BIN_ENV = "TUI_CLAUDE_BIN"
+NOT_FOUND = (
+    "claude CLI not found: install with npm i -g @anthropic-ai/claude-code, or set TUI_CLAUDE_BIN"
+)
+NO_SESSION = "No conversation found"  # what the CLI says when --resume names an unknown session
+
+
+class ClaudeAdapter:
+    type = "claude"
+
+    def __init__(self, bin: str = "claude", extra_env: dict[str, str] | None = None) -> None:
+        self.bin = bin
+        self.extra_env = dict(extra_env or {})
+
+    def binary(self, env: dict[str, str]) -> str:
+        """The CLI to run: $TUI_CLAUDE_BIN, else ``bin``, looked up on the task's PATH."""
+        name = env.get(BIN_ENV) or os.environ.get(BIN_ENV) or self.bin
+        name = os.path.expanduser(name)
+        if os.sep in name:
+            if os.path.isfile(name) and os.access(name, os.X_OK):
+                return name
+            raise AdapterError(f"{NOT_FOUND} ({name} is not an executable file)")
+        found = shutil.which(name, path=env.get("PATH", os.defpath))
+        if found is None:
+            raise AdapterError(NOT_FOUND)
+        return found
+
+    async def run(self, ctx: RunContext) -> RunResult:
+        agent = ctx.task.agent
+        cwd = os.path.expanduser(agent.project_dir) if agent.project_dir else None
+        if cwd and not os.path.isdir(cwd):
+            raise AdapterError(f"agent.project_dir {cwd!r} is not a directory")
+        env = {**ctx.env, **self.extra_env}
+        binary = self.binary(env)
+        budget, spent = agent.max_budget_usd, ctx.cost_so_far
+        if budget > 0 and spent >= budget:
+            return RunResult(
+                State.BUDGET_EXCEEDED,
+                error=f"earlier attempts already spent ${spent:.4f} of the ${budget:g} budget",
+            )
+        files = read_context_files(agent, cwd)  # a missing file fails before anything starts
+        session = latest_session(ctx.previous_runs)
+        if session:
+            prompt = resume_prompt(ctx.previous_runs, ctx.rejection_comment, ctx.late_answers)
+            talk = _Conversation(ctx, agent, cwd, env, plan=False)
+            result = await talk.run(build_argv(binary, agent, resume=session), prompt)
+            if not talk.lost_session:
+                return result
+            await ctx.output(STDERR, [f"[tui] session {session} is gone; starting afresh"])
+        plan = plans_first(agent, resuming=False)
+        talk = _Conversation(ctx, agent, cwd, env, plan=plan)
+        argv = build_argv(binary, agent, plan=plan)
+        return await talk.run(argv, first_prompt(agent.instructions, files))
+
+
+class _Conversation:
+    """One CLI process: pumps its output, answers its control requests, reports the result."""
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        agent: AgentConfig,
+        cwd: str | None,
+        env: dict[str, str],
+        *,
+        plan: bool,
+    ) -> None:
+        self.ctx = ctx
+        self.agent = agent
+        self.cwd = cwd
+        self.env = env
+        self.plan = plan
+        self.proc: asyncio.subprocess.Process | None = None
+        self.session_id = ""
+        self.result_line: dict[str, Any] | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=5)
+        self.tool_inputs: dict[str, dict[str, Any]] = {}  # tool_use id → input the model sent
+        self.handlers: dict[str, asyncio.Task[None]] = {}
+        self.write_lock = asyncio.Lock()
+        self.lost_session = False
+        self.initialized = False  # saw the system/init line
+
+    async def run(self, argv: list[str], prompt: str) -> RunResult:
+        proc, ident = await spawn(argv, cwd=self.cwd, env=self.env, stdin=asyncio.subprocess.PIPE)
+        self.proc = proc
+        readers: asyncio.Future[Any] | None = None
+        try:
+            await self.ctx.process_started(proc, ident)
+            await self.send(user_message(prompt))
+            assert proc.stdout is not None and proc.stderr is not None
+            readers = asyncio.gather(self.read_stdout(proc.stdout), self.read_stderr(proc.stderr))
+            code = await wait_leader(proc)
+            # Whatever the CLI started and left behind (shells, servers) ends with it.
+            await terminate_group(ident.pgid, grace=1.0)
+            await readers
+        finally:
+            if proc.returncode is None:  # cancelled or crashed: do not leave the CLI behind
+                await terminate_group(ident.pgid, grace=1.0, proc=proc)
+            if readers is not None and not readers.done():
+                readers.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await readers
+            for task in list(self.handlers.values()):
+                task.cancel()
+            if self.handlers:
+                await asyncio.gather(*self.handlers.values(), return_exceptions=True)
+        return self.outcome(code)
+
+    def outcome(self, code: int) -> RunResult:
+        said = [*self.stderr_tail, *map(str, (self.result_line or {}).get("errors") or [])]
+        if not self.initialized and any(NO_SESSION in ln for ln in said):
+            self.lost_session = True  # --resume named a session this HOME does not have
+        if self.result_line is None:
+            tail = " · ".join(self.stderr_tail)
+            error = f"claude {_describe_exit(code)} before it finished"
+            return RunResult(
+                State.FAILED,
+                exit_code=code,
+                error=f"{error}: {tail}" if tail else error,
+                session_id=self.session_id,
+            )
+        out = parse_result(self.result_line, self.agent.max_budget_usd, self.ctx.cost_so_far)
+        return RunResult(
+            out.state,
+            exit_code=code,
+            error=out.error,
+            cost_usd=out.cost_usd,
+            tokens_in=out.tokens_in,
+            tokens_out=out.tokens_out,
+            session_id=out.session_id or self.session_id,
+            result=out.result,
+        )
+
+    # -- stdin -----------------------------------------------------------------------------
+
+    async def send(self, message: dict[str, Any]) -> None:
+        proc = self.proc
+        if proc is None or proc.stdin is None:
+            return
+        data = (json.dumps(message, ensure_ascii=False) + "\n").encode()
+        async with self.write_lock:
+            if proc.stdin.is_closing():
+                return
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                proc.stdin.write(data)
+                await proc.stdin.drain()
+
+    async def close_stdin(self) -> None:
+        proc = self.proc
+        if proc is None or proc.stdin is None:
+            return
+        async with self.write_lock:
+            if not proc.stdin.is_closing():
+                proc.stdin.close()
+
+    # -- stdout / stderr -------------------------------------------------------------------
+
+    async def read_stdout(self, stream: asyncio.StreamReader) -> None:
+        splitter = LineSplitter()
+        while True:
+            chunk = await stream.read(READ_CHUNK)
+            lines = splitter.feed(chunk) if chunk else splitter.flush()
+            if lines:
+                await self.take(lines)
+            if not chunk:
+                return
+
+    async def take(self, lines: list[str]) -> None:
+        raw: list[str] = []
+        readable: list[str] = []
+        messages: list[dict[str, Any]] = []
+        for line in lines:
+            msg = _parse(line)
+            if msg is None:
+                if line.strip():
+                    readable.append(line)
+                continue
+            raw.append(line)
+            readable.extend(render(msg, self.cwd))
+            messages.append(msg)
+        if raw:
+            await self.ctx.output(RAW, raw)
+        if readable:
+            await self.ctx.output(STDOUT, readable)
+        for msg in messages:
+            await self.handle(msg)
+
+    async def handle(self, msg: dict[str, Any]) -> None:
+        kind = msg.get("type")
+        if kind == "system" and msg.get("subtype") == "init":
+            self.session_id = str(msg.get("session_id") or self.session_id)
+            self.initialized = True
+        elif kind == "assistant":
+            for block in (msg.get("message") or {}).get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    self.tool_inputs[str(block.get("id"))] = block.get("input") or {}
+        elif kind == "control_request":
+            request_id = str(msg.get("request_id") or "")
+            task = asyncio.create_task(self.on_request(request_id, msg.get("request") or {}))
+            self.handlers[request_id] = task
+            task.add_done_callback(lambda _t, rid=request_id: self.handlers.pop(rid, None))
+        elif kind == "control_cancel_request":
+            task = self.handlers.get(str(msg.get("request_id") or ""))
+            if task is not None:
+                task.cancel()
+        elif kind == "result":
+            self.result_line = msg
+            self.session_id = str(msg.get("session_id") or self.session_id)
+            await self.close_stdin()  # the turn is over: the CLI exits when stdin closes
+
+    async def read_stderr(self, stream: asyncio.StreamReader) -> None:
+        splitter = LineSplitter()
+        while True:
+            chunk = await stream.read(READ_CHUNK)
+            lines = splitter.feed(chunk) if chunk else splitter.flush()
+            if lines:
+                self.stderr_tail.extend(ln for ln in lines if ln.strip())
+                await self.ctx.output(STDERR, lines)
+            if not chunk:
+                return
+
+    # -- control requests ------------------------------------------------------------------
+
+    async def on_request(self, request_id: str, request: dict[str, Any]) -> None:
+        subtype = request.get("subtype")
+        if subtype != "can_use_tool":
+            await self.send(control_error(request_id, f"tui does not handle {subtype!r} requests"))
+            return
+        try:
+            response = await self.decide(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the engine refused the question: refuse the tool, keep going
+            log.warning("claude permission request failed: %s", e)
+            response = {"behavior": "deny", "message": f"Could not ask the user: {e}"}
+        await self.send(control_response(request_id, response))
+
+    async def decide(self, request: dict[str, Any]) -> dict[str, Any]:
+        tool = str(request.get("tool_name") or "")
+        tool_input = request.get("input")
+        if not isinstance(tool_input, dict):
+            tool_input = {}
+        suggestions = [
+            s for s in request.get("permission_suggestions") or [] if isinstance(s, dict)
+        ]
+        if tool == QUESTION_TOOL:
+            answer = await self.ctx.ask("question", question_payload(tool_input))
+            return answer_question(tool_input, answer)
+        if tool == PLAN_TOOL:
+            # The request carries an empty input; the plan is in the model's tool_use block.
+            shown = {**self.tool_inputs.get(str(request.get("tool_use_id")), {}), **tool_input}
+            answer = await self.ctx.ask(
+                "approval", approval_payload(tool, shown, suggestions, self.cwd)
+            )
+            response = answer_approval(tool_input, suggestions, answer)
+            mode = self.agent.permission_mode
+            if response["behavior"] == "allow" and mode not in (
+                PermissionMode.NONE,
+                PermissionMode.DEFAULT,
+                PermissionMode.PLAN,
+            ):
+                # Approving the plan switches the CLI to `default`; carry on in the task's mode.
+                response["updatedPermissions"] = [
+                    {"type": "setMode", "mode": mode.value, "destination": "session"}
+                ]
+            return response
+        answer = await self.ctx.ask(
+            "approval", approval_payload(tool, tool_input, suggestions, self.cwd)
+        )
+        return answer_approval(tool_input, suggestions, answer)
+
+
+def _parse(line: str) -> dict[str, Any] | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        import signal
+
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"

@@ -1,0 +1,480 @@
+"""The Textual app: task list, live output, DAG and questions over the engine's client API."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+
+from tui.app import actions
+from tui.app.help_screen import HelpScreen
+from tui.app.notify import OscMode, default_osc_mode, osc_sequence
+from tui.app.themes import DEFAULT_THEME, discover_themes, pick_theme
+from tui.app.ui_state import load_ui_state, save_ui_state
+from tui.app.widgets.dag_view import DagNode, DagView
+from tui.app.widgets.log_view import LogView
+from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
+from tui.app.widgets.task_list import SORTS, TaskFilter, TaskList
+from tui.engine.events import OutputBatch
+from tui.engine.scheduler import Engine, EngineError
+from tui.model.issues import TaskFileError
+from tui.model.loader import load_task_files
+from tui.model.states import UNSUCCESSFUL, State
+from tui.store.records import OutputLine
+
+REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
+
+
+class TuiApp(App[None]):
+    TITLE = "tui"
+    CSS = """
+    #body { height: 1fr; }
+    #tasks { width: 45%; min-width: 30; border-right: vkey $panel-lighten-2; }
+    #right { width: 1fr; border-top: hkey $panel-lighten-2; border-title-color: $text; }
+    #prompt { dock: bottom; display: none; }
+    #prompt.visible { display: block; }
+    #status { dock: bottom; height: 1; background: $panel; color: $text-muted; padding: 0 1; }
+    Screen.zoomed #tasks { display: none; }
+    TabbedContent { height: 1fr; }
+    TabPane { padding: 0; }
+    """
+    BINDINGS = actions.bindings()
+
+    def __init__(
+        self,
+        engine: Engine | Callable[[], Awaitable[Engine]],
+        *,
+        keymap: dict[str, str] | None = None,
+        osc: OscMode | None = None,
+        remember_theme: bool = True,
+        toasts: bool = True,
+    ) -> None:
+        """``engine`` is a running engine, or a factory the app awaits (and stops on exit)
+        when it should own the engine's life in its own event loop."""
+        super().__init__()
+        self._engine_factory = None if isinstance(engine, Engine) else engine
+        self.engine: Engine = engine if isinstance(engine, Engine) else None  # type: ignore[assignment]
+        self._osc: OscMode = osc if osc is not None else default_osc_mode()
+        self._remember_theme = remember_theme
+        self._toasts = toasts
+        self._dirty: set[str] = set()
+        self._questions_dirty = True
+        self._graph_dirty = True
+        self._finished: list[str] = []
+        self._prompt_purpose = ""
+        self._selected: str | None = None
+        if keymap:
+            self.set_keymap(keymap)
+        if os.environ.get("SSH_CONNECTION"):
+            self.animation_level = "none"  # every frame costs bytes over a remote link
+        self._load_themes()
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="body"):
+            yield TaskList(id="tasks")
+            with Vertical(id="right"), TabbedContent(initial="output-tab", id="tabs"):
+                with TabPane("Output", id="output-tab"):
+                    yield LogView(self, id="log")
+                with TabPane("DAG", id="dag-tab"):
+                    yield DagView(id="dag")
+                with TabPane("Questions", id="questions-tab"):
+                    yield QuestionPanel(id="questions")
+        yield Input(id="prompt")
+        yield Static(id="status")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        # The main screen's widgets, kept so a pushed screen (help, palette) never hides them.
+        self._list = self.query_one(TaskList)
+        self._log = self.query_one(LogView)
+        self._dag = self.query_one(DagView)
+        self._panel = self.query_one(QuestionPanel)
+        self._tabs = self.query_one(TabbedContent)
+        self._status = self.query_one("#status", Static)
+        self._prompt = self.query_one("#prompt", Input)
+        self._right = self.query_one("#right")
+        if self._engine_factory is not None:
+            self.engine = await self._engine_factory()
+        since = self.engine.cursor
+        self._list.set_records(await self.engine.list_tasks())
+        await self._refresh_questions()
+        self._apply_graph()
+        self._update_status()
+        self._consume_events(since)
+        self.set_interval(1 / REFRESH_HZ, self._apply_batch)
+        self.set_interval(1.0, self._list.refresh_running)
+        self._list.focus()
+        await self._show_selected()
+
+    async def on_unmount(self) -> None:
+        if self._engine_factory is not None and self.engine is not None:
+            await self.engine.stop()
+
+    # The log view pages lines through the app, so it works before the engine is set.
+    async def output_index(self, task_id: str) -> list[tuple[int, int]]:
+        return await self.engine.output_index(task_id)
+
+    async def read_run_lines(self, run_id: int, first_seq: int, last_seq: int) -> list[OutputLine]:
+        return await self.engine.read_run_lines(run_id, first_seq, last_seq)
+
+    # -- themes ------------------------------------------------------------------------------
+
+    def _load_themes(self) -> None:
+        loaded = discover_themes()
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        self._theme_errors = loaded.errors
+        remembered = load_ui_state().get("theme") if self._remember_theme else None
+        self.theme = pick_theme(remembered or DEFAULT_THEME, self.available_themes)
+
+    def on_ready(self) -> None:
+        for error in self._theme_errors:
+            self.notify(f"theme not loaded: {error}", severity="warning", timeout=8)
+
+    def watch_theme(self, theme: str) -> None:
+        if self._remember_theme and self.is_running:
+            save_ui_state(theme=theme)
+
+    # -- events from the engine --------------------------------------------------------------
+
+    @work(exclusive=True, group="events")
+    async def _consume_events(self, since: Any) -> None:
+        log = self._log
+        async for ev in self.engine.events(since):
+            if isinstance(ev, OutputBatch):
+                if self._selected is not None:
+                    mine = [ln for ln in ev.lines if ln.task_id == self._selected]
+                    if mine:
+                        log.append(mine)
+                continue
+            self._dirty.add(ev.task_id)
+            if ev.kind == "submitted":
+                self._graph_dirty = True
+            elif ev.kind in ("question", "answered"):
+                self._questions_dirty = True
+                if ev.kind == "question":
+                    await self._tell_question(ev.task_id, ev.data.get("kind", "question"))
+            elif ev.kind == "state" and ev.to_state in (State.COMPLETED, *UNSUCCESSFUL):
+                self._finished.append(ev.task_id)
+                self._graph_dirty = True
+            elif ev.kind == "state":
+                self._graph_dirty = True
+
+    async def _apply_batch(self) -> None:
+        """Apply what changed since the last tick: one refresh per tick, whatever the rate."""
+        if self._dirty:
+            ids, self._dirty = self._dirty, set()
+            records = [r for r in [await self.engine.get(i) for i in ids] if r is not None]
+            self._list.upsert(records)
+            if self._selected is None and records:
+                await self._show_selected()
+        if self._graph_dirty:
+            self._graph_dirty = False
+            self._apply_graph()
+        if self._questions_dirty:
+            self._questions_dirty = False
+            await self._refresh_questions()
+        if self._finished:
+            await self._tell_finished()
+        self._update_status()
+
+    def _apply_graph(self) -> None:
+        records = self._list.records.values()
+        nodes = [DagNode(r.id, r.name, r.state, tuple(r.depends_on)) for r in records]
+        self._dag.set_graph(nodes)
+
+    async def _refresh_questions(self) -> None:
+        records = self._list.records
+        items = [
+            QuestionItem(q, records[q.task_id].name if q.task_id in records else q.task_id[:8])
+            for q in await self.engine.questions()
+        ]
+        self._panel.set_questions(items)
+        tab = self._tabs.get_tab("questions-tab")
+        tab.label = f"Questions ({len(items)})" if items else "Questions"  # type: ignore[assignment]
+
+    def _update_status(self) -> None:
+        records = self._list.records.values()
+        counts: dict[State, int] = {}
+        for r in records:
+            counts[r.state] = counts.get(r.state, 0) + 1
+        open_q = self._panel.count
+        parts = [f"{len(records)} tasks"]
+        for state, label in (
+            (State.RUNNING, "running"),
+            (State.QUEUED, "queued"),
+            (State.FAILED, "failed"),
+            (State.COMPLETED, "done"),
+        ):
+            if counts.get(state):
+                parts.append(f"{counts[state]} {label}")
+        if open_q:
+            parts.append(f"? {open_q} waiting for you (a)")
+        self._status.update("  ·  ".join(parts))
+        self.sub_title = f"{open_q} question{'s' * (open_q != 1)}" if open_q else ""
+
+    # -- notifications -----------------------------------------------------------------------
+
+    def _desktop(self, title: str, body: str) -> None:
+        seq = osc_sequence(self._osc, title, body)
+        driver = self._driver
+        if seq and driver is not None and not self.is_headless:
+            driver.write(seq)
+
+    def notify(self, message: str, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if self._toasts or kwargs.get("severity") == "error":
+            super().notify(message, *args, **kwargs)
+
+    async def _tell_question(self, task_id: str, kind: str) -> None:
+        rec = await self.engine.get(task_id)
+        name = rec.name if rec else task_id[:8]
+        what = {"approval": "needs an approval", "review": "is ready for review"}.get(
+            kind, "has a question"
+        )
+        self.notify(f"{name} {what}", title="Waiting for you", timeout=6)
+        self.bell()
+        self._desktop("tui", f"{name} {what}")
+
+    async def _tell_finished(self) -> None:
+        ids, self._finished = self._finished, []
+        records = [r for r in [await self.engine.get(i) for i in ids] if r is not None]
+        failed = [r for r in records if r.state in UNSUCCESSFUL and r.settled]
+        done = [r for r in records if r.state == State.COMPLETED]
+        if failed:
+            names = ", ".join(r.name for r in failed[:3]) + (" …" if len(failed) > 3 else "")
+            self.notify(
+                f"{names}: {failed[0].state.value.lower()}",
+                title="Failed",
+                severity="error",
+                timeout=6,
+            )
+            self.bell()
+            self._desktop("tui", f"failed: {names}")
+        if done:
+            text = done[0].name if len(done) == 1 else f"{len(done)} tasks"
+            self.notify(f"{text} completed", timeout=3)
+            if not self.engine.unsettled_ids():
+                self._desktop("tui", "all tasks finished")
+
+    # -- selection ---------------------------------------------------------------------------
+
+    @on(TaskList.RowHighlighted)
+    async def _row_highlighted(self) -> None:
+        await self._show_selected()
+
+    async def _show_selected(self) -> None:
+        task_id = self._list.selected_id
+        if task_id == self._selected:
+            return
+        self._selected = task_id
+        await self._log.show_task(task_id)
+        self._dag.select(task_id)
+        rec = self._list.records.get(task_id or "")
+        self._right.border_title = rec.name if rec else ""
+
+    @on(DagView.Selected)
+    async def _dag_selected(self, message: DagView.Selected) -> None:
+        self._list.select_id(message.task_id)
+        await self._show_selected()
+
+    # -- answers -----------------------------------------------------------------------------
+
+    @on(QuestionPanel.Answered)
+    async def _answered(self, message: QuestionPanel.Answered) -> None:
+        await self._call(
+            self.engine.answer(message.question_id, message.answer), message.question_id
+        )
+
+    @on(QuestionPanel.Accepted)
+    async def _accepted(self, message: QuestionPanel.Accepted) -> None:
+        await self._call(self.engine.accept(message.task_id), message.question_id)
+
+    @on(QuestionPanel.Rejected)
+    async def _rejected(self, message: QuestionPanel.Rejected) -> None:
+        await self._call(self.engine.reject(message.task_id, message.comment), message.question_id)
+
+    async def _call(self, coro: Any, question_id: str | None = None) -> bool:
+        try:
+            reply = await coro
+        except EngineError as e:
+            self.notify(str(e), severity="error", timeout=6)
+            if question_id is not None:
+                self._panel.reopen(question_id)
+            return False
+        if reply:
+            self.notify(str(reply), timeout=3)
+        self._questions_dirty = True
+        return True
+
+    # -- actions (one per entry in actions.COMMANDS) -----------------------------------------
+
+    def _selected_or_warn(self) -> str | None:
+        task_id = self._list.selected_id
+        if task_id is None:
+            self.notify("select a task first", severity="warning")
+        return task_id
+
+    async def action_approve_task(self) -> None:
+        if task_id := self._selected_or_warn():
+            await self._call(self.engine.approve(task_id))
+
+    async def action_cancel_task(self) -> None:
+        if task_id := self._selected_or_warn():
+            self.run_worker(self._call(self.engine.cancel(task_id)), group="commands")
+
+    async def action_retry_task(self) -> None:
+        if task_id := self._selected_or_warn():
+            await self._call(self.engine.retry(task_id))
+
+    async def action_accept_task(self) -> None:
+        if task_id := self._selected_or_warn():
+            await self._call(self.engine.accept(task_id))
+
+    def action_reject_task(self) -> None:
+        if self._selected_or_warn():
+            self._open_prompt("reject", "Why? (the agent gets this comment)")
+
+    def action_answer(self) -> None:
+        self._tabs.active = "questions-tab"
+        self._panel.focus()
+
+    def action_open_file(self) -> None:
+        self._open_prompt("open", "Task file or folder to submit")
+
+    def action_filter(self) -> None:
+        self._open_prompt("filter", "Filter: text state:failed tag:ci (empty clears)")
+
+    def action_search_log(self) -> None:
+        if self.focused is self._list:
+            self.action_filter()
+            return
+        self._tabs.active = "output-tab"
+        self._open_prompt("search", "Search output")
+
+    def action_cycle_sort(self) -> None:
+        tasks = self._list
+        keys = list(SORTS)
+        tasks.sort_key = keys[(keys.index(tasks.sort_key) + 1) % len(keys)]
+        tasks.rebuild()
+        self.notify(f"sorted by {tasks.sort_key}", timeout=2)
+
+    def action_toggle_follow(self) -> None:
+        log = self._log
+        log.follow = not log.follow
+
+    def action_toggle_wrap(self) -> None:
+        log = self._log
+        log.wrap = not log.wrap
+
+    def action_zoom(self) -> None:
+        self.screen.toggle_class("zoomed")
+        if self.screen.has_class("zoomed"):
+            self._tabs.active = "output-tab"
+            self._log.focus()
+
+    def action_show_output(self) -> None:
+        self._tabs.active = "output-tab"
+        self._log.focus()
+
+    def action_show_dag(self) -> None:
+        self._tabs.active = "dag-tab"
+        self._dag.focus()
+
+    def action_show_questions(self) -> None:
+        self.action_answer()
+
+    def action_focus_left(self) -> None:
+        self._list.focus()
+
+    def action_focus_right(self) -> None:
+        active = self._tabs.active
+        target = {"output-tab": LogView, "dag-tab": DagView}.get(active)
+        if target is not None:
+            self.query_one(target).focus()
+        else:
+            self._panel.focus()
+
+    def action_pick_theme(self) -> None:
+        self.search_themes()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.active_bindings_for_help()))
+
+    def active_bindings_for_help(self) -> list[tuple[str, str, str]]:
+        """(keys, title, help) for every command, with the user's remapped keys."""
+        keymap = self._keymap
+        return [(keymap.get(c.id, c.key), c.title, c.help) for c in actions.COMMANDS]
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        for c in actions.COMMANDS:
+            yield SystemCommand(c.title, c.help, getattr(self, f"action_{c.id}"))
+        yield from super().get_system_commands(screen)
+
+    # -- the prompt line (filter, search, open, reject comment) ------------------------------
+
+    def _open_prompt(self, purpose: str, placeholder: str) -> None:
+        prompt = self._prompt
+        self._prompt_purpose = purpose
+        prompt.placeholder = placeholder
+        prompt.value = ""
+        prompt.add_class("visible")
+        prompt.focus()
+
+    def _close_prompt(self) -> None:
+        prompt = self._prompt
+        prompt.remove_class("visible")
+        self._list.focus()
+
+    @on(Input.Submitted, "#prompt")
+    async def _prompt_submitted(self, message: Input.Submitted) -> None:
+        purpose, value = self._prompt_purpose, message.value.strip()
+        self._close_prompt()
+        if purpose == "filter":
+            tasks = self._list
+            tasks.filter = TaskFilter.parse(value)
+            tasks.rebuild()
+        elif purpose == "search" and value:
+            self._log.focus()
+            self._log.action_search(value)
+        elif purpose == "open" and value:
+            await self._submit_file(value)
+        elif purpose == "reject" and (task_id := self._list.selected_id):
+            await self._call(self.engine.reject(task_id, value))
+
+    def key_escape(self) -> None:
+        if self._prompt.has_class("visible"):
+            self._close_prompt()
+        elif self.screen.has_class("zoomed"):
+            self.screen.remove_class("zoomed")
+
+    async def _submit_file(self, path: str) -> None:
+        try:
+            known = {r.id for r in await self.engine.list_tasks()}
+            result = load_task_files([Path(path).expanduser()], known_ids=known)
+            await self.engine.submit(result.tasks)
+        except TaskFileError as e:
+            text = "\n".join(str(i) for i in e.issues[:8])
+            self.notify(
+                text, title=f"{len(e.issues)} problem(s) in {path}", severity="error", timeout=15
+            )
+            return
+        except EngineError as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        self.notify(f"submitted {len(result.tasks)} task(s) from {path}")
+        self._graph_dirty = True
+
+
+# Re-exported so tests and the CLI need one import.
+__all__ = ["Binding", "TuiApp"]

@@ -1,0 +1,36 @@
+"""`tui` / `tui open [FILE...]`: submit the files' tasks, then open the app."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from tui.cli.common import err, open_store
+from tui.engine.client import live_engine_pid
+from tui.model.loader import load_task_files
+
+
+async def cmd_open(args: argparse.Namespace) -> int:
+    if args.fps:
+        os.environ["TEXTUAL_FPS"] = str(args.fps)  # read by Textual when it is imported
+    async with open_store(args.db) as store:
+        pid = await live_engine_pid(store)
+        if pid is not None:
+            err(
+                f"a `tui run` (pid {pid}) is scheduling {store.path}; watch it with "
+                "`tui ls` / `tui logs -f` until the daemon lets the app attach to it"
+            )
+            return 1
+        tasks = []
+        if args.files:
+            result = load_task_files(args.files, known_ids=await store.all_ids())
+            for w in result.warnings:
+                print(f"warning: {w}", file=sys.stderr)
+            tasks = result.tasks
+        from tui.app.run_app import run_app
+
+        await run_app(
+            store, tasks, concurrency=args.concurrency, mouse=not args.no_mouse, shell=args.shell
+        )
+    return 0

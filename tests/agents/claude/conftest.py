@@ -1,0 +1,86 @@
+"""Fixtures for driving the real `claude` CLI (installed by scripts/install-agent-clis)
+against the scripted model server in model_server.py, through the engine."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agents.claude.model_server import ModelServer
+from tui.agents.claude import ClaudeAdapter
+from tui.agents.shell import ShellAdapter
+from tui.engine.events import Cursor, OutputBatch
+from tui.engine.scheduler import Engine
+from tui.model.task import Task
+from tui.store.db import Store
+from tui.store.records import QuestionRecord
+
+ROOT = Path(__file__).resolve().parents[3]
+CLAUDE_BIN = ROOT / ".agent-clis" / "node_modules" / ".bin" / "claude"
+
+needs_cli = pytest.mark.skipif(
+    not CLAUDE_BIN.exists(),
+    reason=f"the claude CLI is not installed at {CLAUDE_BIN}: run scripts/install-agent-clis",
+)
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    with ModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    p = tmp_path / "project"
+    p.mkdir()
+    return p
+
+
+@pytest.fixture
+def adapter(model: ModelServer, tmp_path: Path) -> ClaudeAdapter:
+    home = tmp_path / "home"
+    home.mkdir()
+    return ClaudeAdapter(
+        bin=str(CLAUDE_BIN),
+        extra_env={
+            "ANTHROPIC_BASE_URL": model.url,
+            "ANTHROPIC_API_KEY": "test",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "HOME": str(home),
+        },
+    )
+
+
+@pytest.fixture
+async def engine(store: Store, adapter: ClaudeAdapter) -> AsyncIterator[Engine]:
+    async with Engine(
+        store, adapters={"claude": adapter, "shell": ShellAdapter()}, kill_grace=1.0
+    ) as e:
+        yield e
+
+
+def claude_task(name: str, instructions: str, project: Path, **fields: Any) -> Task:
+    agent = {"type": "claude", "instructions": instructions, "project_dir": str(project)}
+    agent.update(fields.pop("agent", {}))
+    agent.setdefault("skip_planning", True)
+    return Task.model_validate({"name": name, "agent": agent, **fields})
+
+
+async def question(engine: Engine, task_id: str) -> QuestionRecord:
+    """The task's next open question (oldest first), from the engine's event stream."""
+
+    async def watch() -> QuestionRecord:
+        async for ev in engine.events(Cursor()):
+            if isinstance(ev, OutputBatch) or ev.kind != "question" or ev.task_id != task_id:
+                continue
+            q = await engine.store.get_question(ev.data["question_id"])
+            if q is not None and q.status == "open":
+                return q
+        raise AssertionError("the event stream ended")
+
+    return await asyncio.wait_for(watch(), 30)

@@ -1,0 +1,212 @@
+"""The app as a person uses it: keys in, what the screen and the engine show out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.app.app_support import screen_text, until, visible_text
+from tests.conftest import shell_task
+from tui.app.tui_app import TuiApp
+from tui.app.widgets.log_view import LogView
+from tui.app.widgets.question_panel import QuestionPanel
+from tui.app.widgets.task_list import TaskList
+from tui.engine.scheduler import Engine
+from tui.model.states import State
+from tui.store.db import Store
+
+SIZE = (120, 40)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
+
+
+@pytest.fixture
+async def engine(store: Store) -> Engine:
+    e = Engine(store, kill_grace=1.0)
+    await e.start()
+    yield e  # type: ignore[misc]
+    await e.stop()
+
+
+def make_app(engine: Engine) -> TuiApp:
+    return TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+
+
+async def state_of(engine: Engine, task_id: str) -> State:
+    rec = await engine.get(task_id)
+    assert rec is not None
+    return rec.state
+
+
+async def test_selecting_a_task_shows_its_output(engine: Engine) -> None:
+    a = shell_task("alpha", "echo hello from alpha")
+    b = shell_task("beta", "echo hello from beta; echo oops >&2")
+    await engine.submit([a, b])
+    await engine.wait_settled([a.id, b.id])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        log = pilot.app.query_one(LogView)
+        await until(pilot, lambda: "hello from alpha" in visible_text(log), "alpha's output")
+        await pilot.press("j")
+        await until(pilot, lambda: "hello from beta" in visible_text(log), "beta's output")
+        assert "hello from alpha" not in visible_text(log)
+        assert "oops" in visible_text(log)
+
+
+async def test_live_output_follows_a_running_task(engine: Engine, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    t = shell_task("ticker", f"echo first; while [ ! -e {gate} ]; do sleep 0.05; done; echo last")
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        log = pilot.app.query_one(LogView)
+        await until(pilot, lambda: "first" in visible_text(log), "the first line")
+        gate.touch()
+        await until(pilot, lambda: "last" in visible_text(log), "the live line")
+
+
+async def test_answering_a_question_from_the_keyboard(engine: Engine) -> None:
+    t = shell_task(
+        "pick-db", 'echo "using $(tui ask "Which database?" --option SQLite --option PostgreSQL)"'
+    )
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        panel = pilot.app.query_one(QuestionPanel)
+        await until(pilot, lambda: panel.count == 1, "the question to appear")
+        assert "Questions (1)" in str(pilot.app.query_one("#tabs").get_tab("questions-tab").label)
+        await pilot.press("a", "2", "enter")
+        await engine.wait_settled([t.id])
+        assert await state_of(engine, t.id) == State.COMPLETED
+        await until(pilot, lambda: panel.count == 0, "the question to go away")
+    lines = [ln.text for ln in await engine.store.read_output(t.id)]
+    assert lines == ["using PostgreSQL"]
+
+
+async def test_cancel_and_retry_from_the_keyboard(engine: Engine) -> None:
+    t = shell_task("long", "echo started; sleep 300")
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        log = pilot.app.query_one(LogView)
+        await until(pilot, lambda: "started" in visible_text(log), "the task to start")
+        await pilot.press("c")
+        await engine.wait_settled([t.id])
+        assert await state_of(engine, t.id) == State.CANCELLED
+        await pilot.press("r")
+        await until(
+            pilot,
+            lambda: pilot.app.query_one(TaskList).records[t.id].attempts == 2,
+            "the second attempt",
+        )
+        await pilot.press("c")
+        await engine.wait_settled([t.id])
+    rec = await engine.get(t.id)
+    assert rec is not None and rec.state == State.CANCELLED and rec.attempts == 2
+
+
+async def test_approve_from_the_keyboard(store: Store) -> None:
+    engine = Engine(store, auto_approve=False)
+    await engine.start()
+    try:
+        t = shell_task("gated", "echo ran")
+        await engine.submit([t])
+        async with make_app(engine).run_test(size=SIZE) as pilot:
+            assert await state_of(engine, t.id) == State.PENDING
+            await pilot.press("p")
+            await engine.wait_settled([t.id])
+            assert await state_of(engine, t.id) == State.COMPLETED
+    finally:
+        await engine.stop()
+
+
+async def test_filter_by_state_and_text(engine: Engine) -> None:
+    tasks = [
+        shell_task("good-1", "true"),
+        shell_task("good-2", "true"),
+        shell_task("bad-1", "exit 1"),
+    ]
+    await engine.submit(tasks)
+    await engine.wait_settled(t.id for t in tasks)
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        table = pilot.app.query_one(TaskList)
+        assert table.row_count == 3
+        await pilot.press("colon", *"state:failed", "enter")
+        await until(pilot, lambda: table.row_count == 1, "the filter")
+        assert table.selected_id == tasks[2].id
+        await pilot.press("colon", *"good-2", "enter")
+        await until(
+            pilot,
+            lambda: table.row_count == 1 and table.selected_id == tasks[1].id,
+            "the text filter",
+        )
+        await pilot.press("colon", "enter")
+        await until(pilot, lambda: table.row_count == 3, "the filter to clear")
+
+
+async def test_search_follow_and_wrap_in_the_output(engine: Engine) -> None:
+    t = shell_task("numbers", 'for i in $(seq 1 2000); do echo "line $i"; done')
+    await engine.submit([t])
+    await engine.wait_settled([t.id])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        log = pilot.app.query_one(LogView)
+        await until(pilot, lambda: "line 2000" in visible_text(log), "the end of the log")
+        await pilot.press("l", "slash", *"line 1234", "enter")
+        await until(pilot, lambda: "line 1234" in visible_text(log), "the search hit")
+        assert "line 2000" not in visible_text(log)
+        assert log.follow is False  # searching up the log pauses following
+        await pilot.press("f")
+        await until(pilot, lambda: "line 2000" in visible_text(log), "follow to resume")
+        wrap_before = log.wrap
+        await pilot.press("w")
+        assert log.wrap is not wrap_before
+
+
+async def test_theme_switch_from_the_palette_is_remembered(engine: Engine, tmp_path: Path) -> None:
+    app = TuiApp(engine, osc="off", remember_theme=True, toasts=False)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.theme == "tui-dark"
+        await pilot.press("t")
+        await pilot.press(*"tui-light")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.theme == "tui-light", "the theme to change")
+    saved = json.loads((tmp_path / "state" / "ui.json").read_text())
+    assert saved["theme"] == "tui-light"
+    app2 = TuiApp(engine, osc="off", remember_theme=True, toasts=False)
+    async with app2.run_test(size=SIZE):
+        assert app2.theme == "tui-light"
+
+
+async def test_help_lists_every_command(engine: Engine) -> None:
+    from tui.app.actions import COMMANDS
+
+    async with make_app(engine).run_test(size=(120, 50)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        text = screen_text(pilot.app.screen)
+        for c in COMMANDS:
+            assert c.title in text, c.title
+        await pilot.press("escape")
+        assert not pilot.app.screen.query("HelpScreen")
+
+
+async def test_dag_selection_follows_the_task_list(engine: Engine) -> None:
+    from tui.app.widgets.dag_view import DagView
+
+    a = shell_task("root", "true")
+    b = shell_task("leaf", "true", depends_on=[a.id])
+    await engine.submit([a, b])
+    await engine.wait_settled([a.id, b.id])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        dag = pilot.app.query_one(DagView)
+        await pilot.press("2")
+        await until(pilot, lambda: "leaf" in dag.render_text(), "the graph")
+        assert dag.selected == a.id
+        await pilot.press("down")
+        await until(
+            pilot,
+            lambda: pilot.app.query_one(TaskList).selected_id == b.id,
+            "the list to follow the graph",
+        )

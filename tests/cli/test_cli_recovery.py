@@ -1,0 +1,98 @@
+"""`tui run` killed with SIGKILL: the next `tui run` recovers, retries and loses no line."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
+
+LINES = 200
+HOLD_AT = 40  # the first attempt stops here until killed, so the crash lands mid-output
+
+# The marker in a comment puts it in the shell's command line, to find the task's processes.
+SCRIPT = """\
+# {marker}
+for i in $(seq 1 {lines}); do
+  echo "line $i"
+  if [ "$i" -eq {hold} ] && [ "$TUI_ATTEMPT" -eq 1 ]; then
+    for _ in $(seq 1 6000); do sleep 0.01; done  # held until the engine dies
+  fi
+  sleep 0.001
+done
+"""
+
+
+def test_kill_9_then_run_recovers_every_task(tui: Tui) -> None:
+    marker = tui.marker()
+    script = SCRIPT.format(marker=marker, lines=LINES, hold=HOLD_AT)
+    names = ["r1", "r2", "r3"]
+    retry = {"max_attempts": 3, "delay": "0s"}
+    f = write_tasks(tui.dir / "crash.yaml", [shell_task(n, script, retry=retry) for n in names])
+    run = tui.popen("run", str(f), "--concurrency", "3")
+
+    def all_held() -> bool:
+        rows = tui.sql(
+            "SELECT k.name FROM output o JOIN tasks k ON k.id = o.task_id"
+            " WHERE o.text = ? AND k.state = 'RUNNING'",
+            (f"line {HOLD_AT}",),
+        )
+        return sorted(r[0] for r in rows) == names
+
+    wait_until(all_held, f"every task RUNNING with line {HOLD_AT} stored", proc=run)
+    open_runs = tui.sql("SELECT id, task_id FROM runs WHERE ended_at IS NULL")
+    assert len(open_runs) == len(names)
+
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=30)
+    assert run.returncode == -signal.SIGKILL
+    # The dead engine's agents may or may not still be alive here; recovery must handle both.
+
+    res = tui("run", timeout=120)
+    assert res.returncode == 0, str(res)
+
+    # Runs left open by the dead engine were ended as interrupted.
+    for run_id, _ in open_runs:
+        (outcome,) = tui.sql("SELECT outcome FROM runs WHERE id = ?", (run_id,))[0]
+        assert outcome == "interrupted", (run_id, outcome)
+    assert tui.sql("SELECT COUNT(*) FROM runs WHERE ended_at IS NULL") == [(0,)]
+
+    log = tui.transitions()
+    tasks = tui.by_name()
+    for name in names:
+        assert tasks[name]["state"] == "COMPLETED", tasks[name]
+        assert tasks[name]["attempts"] == 2
+        mine = [(frm, to, reason) for _, n, frm, to, reason in log if n == name]
+        failed = [i for i, (frm, to, _) in enumerate(mine) if (frm, to) == ("RUNNING", "FAILED")]
+        assert len(failed) == 1, mine
+        i = failed[0]
+        assert "interrupted" in mine[i][2], mine
+        assert mine[i + 1][:2] == ("FAILED", "QUEUED"), mine
+        assert mine[-1][:2] == ("RUNNING", "COMPLETED"), mine
+    # The printed transitions show the recovery too.
+    assert "interrupted" in res.stdout
+
+    assert marker_processes(marker) == []
+
+    # No line stored twice: within each run, seq is exactly 1..N.
+    for (run_id,) in tui.sql("SELECT DISTINCT run_id FROM output"):
+        seqs = [
+            s for (s,) in tui.sql("SELECT seq FROM output WHERE run_id = ? ORDER BY id", (run_id,))
+        ]
+        assert seqs == list(range(1, len(seqs) + 1)), (run_id, seqs[:50])
+    # The run that completed each task has all its lines, once each, in order.
+    for name in names:
+        task_id = tasks[name]["id"]
+        (last_run,) = tui.sql(
+            "SELECT id FROM runs WHERE task_id = ? AND outcome = 'COMPLETED'", (task_id,)
+        )[0]
+        texts = [
+            t
+            for (t,) in tui.sql(
+                "SELECT text FROM output WHERE run_id = ? AND stream = 1 ORDER BY seq", (last_run,)
+            )
+        ]
+        assert texts == [f"line {i}" for i in range(1, LINES + 1)]
+        # `tui logs` shows the interrupted attempt's lines and then the full second attempt.
+        logged = tui("logs", name, "--stream", "stdout").stdout.splitlines()
+        assert logged == [f"line {i}" for i in range(1, HOLD_AT + 1)] + texts
