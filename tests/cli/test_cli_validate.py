@@ -25,7 +25,9 @@ def test_good_file_validates(tui: Tui) -> None:
     assert "error" not in res.stderr
 
 
-@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.yaml")))
+@pytest.mark.parametrize(
+    "sample", sorted(str(p.relative_to(SAMPLES)) for p in SAMPLES.rglob("*.yaml"))
+)
 def test_every_sample_file_validates(tui: Tui, sample: str) -> None:
     res = tui("validate", str(SAMPLES / sample), db=False)
     assert res.returncode == 0, str(res)

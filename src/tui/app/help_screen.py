@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 # Keys that belong to panes rather than to the app (documented here so `?` lists them too).
 PANE_KEYS: tuple[tuple[str, str, str], ...] = (
@@ -29,16 +27,16 @@ def _pretty(key: str) -> str:
 
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 90%; max-width: 100; height: 90%;
-        border: round $accent; background: $surface; padding: 0 1;
+    HelpScreen { align: center middle; layout: vertical; }
+    HelpScreen > Static { width: 90%; max-width: 110; padding: 0 1; background: $surface; }
+    HelpScreen > DataTable {
+        width: 90%; max-width: 110; height: 80%; border: round $accent; background: $surface;
     }
     """
     BINDINGS = [
         Binding("escape,q,question_mark", "dismiss", "Close", show=True),
-        Binding("j,down", "scroll_down", show=False),
-        Binding("k,up", "scroll_up", show=False),
+        Binding("j", "cursor_down", show=False),
+        Binding("k", "cursor_up", show=False),
     ]
 
     def __init__(self, commands: list[tuple[str, str, str]]) -> None:
@@ -46,21 +44,17 @@ class HelpScreen(ModalScreen[None]):
         self._commands = commands
 
     def compose(self) -> ComposeResult:
-        table = Table(box=None, expand=True, show_header=True, header_style="bold")
-        table.add_column("Key", no_wrap=True, style="bold")
-        table.add_column("Command", no_wrap=True)
-        table.add_column("What it does", ratio=1)
+        yield Static("[b]tui — keys[/b]  (remap them by command id in the config)", markup=True)
+        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
+        table.add_columns("Key", "Command", "What it does")
         for key, title, text in self._commands:
             table.add_row(_pretty(key), title, text)
-        table.add_section()
         for key, title, text in PANE_KEYS:
             table.add_row(key, title, text)
-        with VerticalScroll():
-            yield Static("[b]tui — keys[/b]  (remap them under [settings.keys] in config)\n")
-            yield Static(table)
+        yield table
 
-    def action_scroll_down(self) -> None:
-        self.query_one(VerticalScroll).scroll_down()
+    def action_cursor_down(self) -> None:
+        self.query_one(DataTable).action_cursor_down()
 
-    def action_scroll_up(self) -> None:
-        self.query_one(VerticalScroll).scroll_up()
+    def action_cursor_up(self) -> None:
+        self.query_one(DataTable).action_cursor_up()

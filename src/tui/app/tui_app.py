@@ -39,9 +39,9 @@ class TuiApp(App[None]):
     #body { height: 1fr; }
     #tasks { width: 45%; min-width: 30; border-right: vkey $panel-lighten-2; }
     #right { width: 1fr; border-top: hkey $panel-lighten-2; border-title-color: $text; }
-    #prompt { dock: bottom; display: none; }
+    #prompt { display: none; }
     #prompt.visible { display: block; }
-    #status { dock: bottom; height: 1; background: $panel; color: $text-muted; padding: 0 1; }
+    #status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
     Screen.zoomed #tasks { display: none; }
     TabbedContent { height: 1fr; }
     TabPane { padding: 0; }

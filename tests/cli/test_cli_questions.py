@@ -1,0 +1,58 @@
+"""A person answering from another shell while `tui run` works: `tui questions`, `tui answer`,
+`tui accept` / `tui reject`, each delivered exactly once."""
+
+from __future__ import annotations
+
+import json
+
+from cli_support import Tui, shell_task, wait_until, write_tasks
+
+ASK = 'echo "got $(tui ask "Which database?" --option SQLite --option PostgreSQL)"'
+
+
+def open_questions(tui: Tui) -> list[dict]:
+    res = tui("questions", "--json")
+    assert res.returncode == 0, str(res)
+    return json.loads(res.stdout)
+
+
+def test_answer_from_another_shell(tui: Tui) -> None:
+    f = write_tasks(tui.dir / "ask.yaml", shell_task("pick", ASK))
+    run = tui.popen("run", str(f))
+    wait_until(lambda: len(open_questions(tui)) == 1, "the question", proc=run)
+    [q] = open_questions(tui)
+    assert q["task_name"] == "pick" and q["kind"] == "question"
+    assert [o["label"] for o in q["payload"]["questions"][0]["options"]] == ["SQLite", "PostgreSQL"]
+    text = tui("questions")
+    assert "1. SQLite" in text.stdout and "2. PostgreSQL" in text.stdout
+    assert tui.state_of("pick") == "READY"
+
+    res = tui("answer", q["id"][:8], "2")
+    assert res.returncode == 0, str(res)
+    again = tui("answer", q["id"][:8], "1")
+    assert again.returncode == 1 and "already answered" in again.stderr
+
+    run.communicate(timeout=60)
+    assert run.returncode == 0
+    assert tui.sql("SELECT text FROM output") == [("got PostgreSQL",)]
+    assert open_questions(tui) == []
+
+
+def test_review_reject_then_accept_from_another_shell(tui: Tui) -> None:
+    script = 'echo "draft ${TUI_REJECTION_COMMENT:-one}"'
+    f = write_tasks(tui.dir / "review.yaml", shell_task("essay", script, review=True))
+    run = tui.popen("run", str(f))
+    wait_until(lambda: tui.state_of("essay") == "READY", "the review", proc=run)
+    [q] = open_questions(tui)
+    assert q["kind"] == "review" and q["payload"]["result"] == "draft one"
+
+    assert tui("reject", "essay", "--comment", "make it two").returncode == 0
+    wait_until(
+        lambda: [x["payload"].get("result") for x in open_questions(tui)] == ["draft make it two"],
+        "the second draft",
+        proc=run,
+    )
+    assert tui("accept", "essay").returncode == 0
+    run.communicate(timeout=60)
+    assert run.returncode == 0
+    assert tui.state_of("essay") == "COMPLETED"

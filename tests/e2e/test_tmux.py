@@ -1,0 +1,99 @@
+"""The real `tui` command in a real terminal (tmux): open the sample that asks a question,
+answer it with keys, and check both the screen and the database."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TUI = Path(sys.executable).parent / "tui"
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Tmux:
+    def __init__(self, tmp: Path) -> None:
+        self.socket = f"tui-test-{uuid.uuid4().hex[:8]}"
+        self.tmp = tmp
+
+    def __call__(self, *args: str) -> str:
+        out = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=20
+        )
+        return out.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "tui")
+
+    def alive(self) -> bool:
+        return (
+            subprocess.run(
+                ["tmux", "-L", self.socket, "has-session", "-t", "tui"],
+                capture_output=True,
+                timeout=20,
+            ).returncode
+            == 0
+        )
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    t = Tmux(tmp_path)
+    yield t
+    subprocess.run(["tmux", "-L", t.socket, "kill-server"], capture_output=True, timeout=20)
+
+
+def wait(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)  # polling a real terminal for a condition, with a deadline
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def db_rows(db: Path, sql: str) -> list[tuple]:
+    if not db.exists():
+        return []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        con.close()
+
+
+def test_answer_a_question_in_the_real_app(tmux: Tmux, tmp_path: Path) -> None:
+    db = tmp_path / "tui.db"
+    env = (
+        f"TUI_STATE_DIR={tmp_path / 'state'} TUI_CONFIG_DIR={tmp_path / 'config'} "
+        f"TUI_NOTIFY=off PATH={os.environ['PATH']}"
+    )
+    command = f"cd {ROOT} && env {env} {TUI} open sample_tasks/ask.yaml --db {db}"
+    tmux("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", command)
+    wait(lambda: "Questions (1)" in tmux.screen(), "the question to show")
+    assert "choose-database" in tmux.screen()
+
+    tmux("send-keys", "-t", "tui", "a")
+    wait(lambda: "PostgreSQL" in tmux.screen(), "the question panel")
+    tmux("send-keys", "-t", "tui", "2", "Enter")
+
+    state = "SELECT state FROM tasks WHERE name = 'choose-database'"
+    wait(lambda: db_rows(db, state) == [("COMPLETED",)], "the task to complete")
+    wait(lambda: "✓ done" in tmux.screen(), "the list to show it done")
+    lines = db_rows(db, "SELECT text FROM output ORDER BY id")
+    assert lines == [("configuring for PostgreSQL",)]
+
+    tmux("send-keys", "-t", "tui", "q")
+    wait(lambda: not tmux.alive(), "the app to quit")
