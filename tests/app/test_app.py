@@ -210,3 +210,25 @@ async def test_dag_selection_follows_the_task_list(engine: Engine) -> None:
             lambda: pilot.app.query_one(TaskList).selected_id == b.id,
             "the list to follow the graph",
         )
+
+
+async def test_keys_remapped_in_the_config(engine: Engine, tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "config.toml").write_text(
+        '[settings.keys]\ncancel_task = "K"\ncancle = "x"\n', encoding="utf-8"
+    )
+    t = shell_task("long", "echo started; sleep 300")
+    await engine.submit([t])
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+    async with app.run_test(size=SIZE) as pilot:
+        log = pilot.app.query_one(LogView)
+        await until(pilot, lambda: "started" in visible_text(log), "the task to start")
+        await pilot.press("c")  # the old key does nothing now
+        await pilot.pause()
+        assert await state_of(engine, t.id) == State.RUNNING
+        await pilot.press("K")
+        await engine.wait_settled([t.id])
+        assert await state_of(engine, t.id) == State.CANCELLED
+        notes = [n.message for n in app._notifications]
+        assert any("did you mean 'cancel_task'" in m for m in notes)

@@ -39,18 +39,21 @@ class HelpScreen(ModalScreen[None]):
         Binding("k", "cursor_up", show=False),
     ]
 
-    def __init__(self, commands: list[tuple[str, str, str]]) -> None:
+    def __init__(self, commands: list[tuple[str, str, str, str]]) -> None:
         super().__init__()
         self._commands = commands
 
     def compose(self) -> ComposeResult:
-        yield Static("[b]tui — keys[/b]  (remap them by command id in the config)", markup=True)
+        yield Static(
+            '[b]tui — keys[/b]  remap in config.toml: [settings.keys] cancel_task = "ctrl+k"',
+            markup=True,
+        )
         table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
-        table.add_columns("Key", "Command", "What it does")
-        for key, title, text in self._commands:
-            table.add_row(_pretty(key), title, text)
+        table.add_columns("Key", "Command", "Id", "What it does")
+        for key, title, text, command_id in self._commands:
+            table.add_row(_pretty(key), title, command_id, text)
         for key, title, text in PANE_KEYS:
-            table.add_row(key, title, text)
+            table.add_row(key, title, "", text)
         yield table
 
     def action_cursor_down(self) -> None:

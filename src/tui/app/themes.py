@@ -126,11 +126,15 @@ def builtin_theme_dir() -> Path:
 BUILTIN_THEME_DIR: Path = builtin_theme_dir()
 
 
-def user_theme_dir() -> Path:
-    """The user's theme directory: ``$TUI_CONFIG_DIR/themes`` or ``<user config dir>/themes``."""
+def user_config_dir() -> Path:
+    """``$TUI_CONFIG_DIR`` or the platform's user config dir for tui."""
     override = os.environ.get("TUI_CONFIG_DIR")
-    base = Path(override).expanduser() if override else Path(platformdirs.user_config_dir("tui"))
-    return base / "themes"
+    return Path(override).expanduser() if override else Path(platformdirs.user_config_dir("tui"))
+
+
+def user_theme_dir() -> Path:
+    """The user's theme directory: ``<user config dir>/themes``."""
+    return user_config_dir() / "themes"
 
 
 # ----------------------------------------------------------------------------- loading

@@ -16,6 +16,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 
 from tui.app import actions
 from tui.app.help_screen import HelpScreen
+from tui.app.keymap import load_keymap
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
 from tui.app.themes import DEFAULT_THEME, discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
@@ -71,6 +72,9 @@ class TuiApp(App[None]):
         self._finished: list[str] = []
         self._prompt_purpose = ""
         self._selected: str | None = None
+        self._keymap_problems: list[str] = []
+        if keymap is None:
+            keymap, self._keymap_problems = load_keymap()
         if keymap:
             self.set_keymap(keymap)
         if os.environ.get("SSH_CONNECTION"):
@@ -141,6 +145,8 @@ class TuiApp(App[None]):
     def on_ready(self) -> None:
         for error in self._theme_errors:
             self.notify(f"theme not loaded: {error}", severity="warning", timeout=8)
+        for problem in self._keymap_problems:
+            self.notify(problem, severity="warning", timeout=8)
 
     def watch_theme(self, theme: str) -> None:
         if self._remember_theme and self.is_running:
@@ -411,10 +417,10 @@ class TuiApp(App[None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.active_bindings_for_help()))
 
-    def active_bindings_for_help(self) -> list[tuple[str, str, str]]:
-        """(keys, title, help) for every command, with the user's remapped keys."""
+    def active_bindings_for_help(self) -> list[tuple[str, str, str, str]]:
+        """(keys, title, help, id) for every command, with the user's remapped keys."""
         keymap = self._keymap
-        return [(keymap.get(c.id, c.key), c.title, c.help) for c in actions.COMMANDS]
+        return [(keymap.get(c.id, c.key), c.title, c.help, c.id) for c in actions.COMMANDS]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for c in actions.COMMANDS:

@@ -158,6 +158,7 @@ class Engine:
         self._dependents: dict[str, set[str]] = {}
         # Dependencies not yet COMPLETED, per task: a fan-in of n costs O(n), not O(n²).
         self._open_deps: dict[str, int] = {}
+        self._retrying: set[str] = set()  # tasks waiting for an automatic retry
         self._queue: list[tuple[int, int, str]] = []  # (priority rank, submit seq, id)
         self._running: dict[str, _Run] = {}
         self._runners: set[asyncio.Task[None]] = set()  # until each has fully finished
@@ -173,6 +174,7 @@ class Engine:
         self._out_rows: list[tuple[str, int, int, int, float, str]] = []
         self._raw_rows: list[tuple[str, int, int, float, str]] = []
         self._out_lock = asyncio.Lock()
+        self._flushing: asyncio.Future[None] | None = None
         self._out_ready = asyncio.Event()
         self._subscribers: set[asyncio.Queue[Event]] = set()
         self._published = Cursor()
@@ -253,6 +255,7 @@ class Engine:
         records = list(records)
         for r in records:
             self._tasks[r.id] = r
+            self._track_retry(r)
         for r in records:
             for dep in r.depends_on:
                 self._dependents.setdefault(dep, set()).add(r.id)
@@ -316,6 +319,7 @@ class Engine:
         if rec.state in UNSUCCESSFUL and rec.retry_at is not None:
             await self.store.update_task(task_id, retry_at=None)
             rec.retry_at = None
+            self._track_retry(rec)
             await self._cascade_failure(rec)
             await self._changed_now()
             return f"cancelled the pending retry of {rec.name}; it stays {rec.state}"
@@ -591,8 +595,16 @@ class Engine:
             for k, v in updates.items():
                 if hasattr(rec, k):
                     setattr(rec, k, v)
+            self._track_retry(rec)
             await self._changed_now()
         return ok
+
+    def _track_retry(self, rec: TaskRecord) -> None:
+        """Keep the set of tasks with a pending automatic retry (scanned on every wake)."""
+        if rec.retry_at is not None and rec.state in UNSUCCESSFUL:
+            self._retrying.add(rec.id)
+        else:
+            self._retrying.discard(rec.id)
 
     def _unfinished_deps(self, rec: TaskRecord) -> list[str]:
         return [
@@ -677,8 +689,10 @@ class Engine:
     async def _due_retries(self) -> float | None:
         now = self.clock.now()
         next_due: float | None = None
-        for rec in list(self._tasks.values()):
+        for task_id in list(self._retrying):
+            rec = self._tasks[task_id]
             if rec.retry_at is None or rec.state not in UNSUCCESSFUL:
+                self._retrying.discard(task_id)
                 continue
             if rec.retry_at <= now:
                 if await self._move(rec, rec.state, State.QUEUED, "automatic retry", retry_at=None):
@@ -848,7 +862,11 @@ class Engine:
             )
         self._out_ready.set()
         if len(self._out_rows) >= FLUSH_HIGH_WATER:
-            await self._flush_output()  # backpressure: the pipe fills, the producer waits
+            # Double-buffered: one batch is written while the next fills. Only when the
+            # writer is a whole batch behind does the producer wait (its pipe then fills).
+            if self._flushing is not None and not self._flushing.done():
+                await self._flushing
+            self._flushing = asyncio.ensure_future(self._flush_output())
 
     async def _flush_output(self) -> None:
         async with self._out_lock:
