@@ -122,8 +122,11 @@ class TuiApp(App[None]):
         await self._show_selected()
 
     async def on_unmount(self) -> None:
+        # An engine the app made is the app's to stop, with its store (whose thread would
+        # otherwise keep the process alive).
         if self._engine_factory is not None and self.engine is not None:
             await self.engine.stop()
+            await self.engine.store.close()
 
     # The log view pages lines through the app, so it works before the engine is set.
     async def output_index(self, task_id: str) -> list[tuple[int, int]]:
@@ -212,19 +215,18 @@ class TuiApp(App[None]):
 
     def _update_status(self) -> None:
         records = self._list.records.values()
-        counts: dict[State, int] = {}
-        for r in records:
-            counts[r.state] = counts.get(r.state, 0) + 1
+        groups = (
+            ("running", {State.RUNNING}),
+            ("queued", {State.QUEUED}),
+            ("failed", set(UNSUCCESSFUL)),  # failed, timed out, cancelled, over budget
+            ("done", {State.COMPLETED}),
+        )
+        counts = {label: sum(1 for r in records if r.state in states) for label, states in groups}
         open_q = self._panel.count
-        parts = [f"{len(records)} tasks"]
-        for state, label in (
-            (State.RUNNING, "running"),
-            (State.QUEUED, "queued"),
-            (State.FAILED, "failed"),
-            (State.COMPLETED, "done"),
-        ):
-            if counts.get(state):
-                parts.append(f"{counts[state]} {label}")
+        n_tasks = len(records)
+        parts = [f"{n_tasks} task{'s' * (n_tasks != 1)}"] + [
+            f"{n} {label}" for label, n in counts.items() if n
+        ]
         if open_q:
             parts.append(f"? {open_q} waiting for you (a)")
         self._status.update("  ·  ".join(parts))
