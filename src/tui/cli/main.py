@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     op.add_argument("files", nargs="*", metavar="FILE", help="task files to submit first")
     op.add_argument("--concurrency", type=int, default=4, metavar="N")
     op.add_argument("--no-mouse", action="store_true", help="leave the mouse to the terminal")
-    op.add_argument("--fps", type=int, metavar="N", help="cap redraws per second (default 60)")
+    op.add_argument(
+        "--fps", type=int, metavar="N", help="cap redraws per second (default 60, 20 over SSH)"
+    )
     op.add_argument("--shell", default="bash", help="shell for shell tasks (default: bash)")
 
     run = sub.add_parser("run", parents=[db], help="run task files until every task is final")
