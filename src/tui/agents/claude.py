@@ -13,12 +13,9 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import shutil
-from collections import deque
 from typing import Any
 
-from tui.agents.base import AdapterError, RunContext, RunResult
+from tui.agents.base import RunContext, RunResult
 from tui.agents.claude_protocol import (
     PLAN_TOOL,
     QUESTION_TOOL,
@@ -38,15 +35,21 @@ from tui.agents.claude_protocol import (
     resume_prompt,
     user_message,
 )
-from tui.agents.lines import LineSplitter
-from tui.engine.procs import spawn, terminate_group, wait_leader
+from tui.agents.cli_process import (
+    StderrTail,
+    budget_spent,
+    describe_exit,
+    find_cli,
+    project_dir,
+    record_json_lines,
+    run_cli,
+)
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
-from tui.store.records import RAW, STDERR, STDOUT
+from tui.store.records import STDERR
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK = 256 * 1024
 BIN_ENV = "TUI_CLAUDE_BIN"
 NOT_FOUND = (
     "claude CLI not found: install with npm i -g @anthropic-ai/claude-code, or set TUI_CLAUDE_BIN"
@@ -63,30 +66,15 @@ class ClaudeAdapter:
 
     def binary(self, env: dict[str, str]) -> str:
         """The CLI to run: $TUI_CLAUDE_BIN, else ``bin``, looked up on the task's PATH."""
-        name = env.get(BIN_ENV) or os.environ.get(BIN_ENV) or self.bin
-        name = os.path.expanduser(name)
-        if os.sep in name:
-            if os.path.isfile(name) and os.access(name, os.X_OK):
-                return name
-            raise AdapterError(f"{NOT_FOUND} ({name} is not an executable file)")
-        found = shutil.which(name, path=env.get("PATH", os.defpath))
-        if found is None:
-            raise AdapterError(NOT_FOUND)
-        return found
+        return find_cli(env, BIN_ENV, self.bin, NOT_FOUND)
 
     async def run(self, ctx: RunContext) -> RunResult:
         agent = ctx.task.agent
-        cwd = os.path.expanduser(agent.project_dir) if agent.project_dir else None
-        if cwd and not os.path.isdir(cwd):
-            raise AdapterError(f"agent.project_dir {cwd!r} is not a directory")
+        cwd = project_dir(agent)
         env = {**ctx.env, **self.extra_env}
         binary = self.binary(env)
-        budget, spent = agent.max_budget_usd, ctx.cost_so_far
-        if budget > 0 and spent >= budget:
-            return RunResult(
-                State.BUDGET_EXCEEDED,
-                error=f"earlier attempts already spent ${spent:.4f} of the ${budget:g} budget",
-            )
+        if spent := budget_spent(agent, ctx.cost_so_far):
+            return spent
         files = read_context_files(agent, cwd)  # a missing file fails before anything starts
         session = latest_session(ctx.previous_runs)
         if session:
@@ -122,7 +110,7 @@ class _Conversation:
         self.proc: asyncio.subprocess.Process | None = None
         self.session_id = ""
         self.result_line: dict[str, Any] | None = None
-        self.stderr_tail: deque[str] = deque(maxlen=5)
+        self.stderr = StderrTail(ctx)
         self.tool_inputs: dict[str, dict[str, Any]] = {}  # tool_use id → input the model sent
         self.handlers: dict[str, asyncio.Task[None]] = {}
         self.write_lock = asyncio.Lock()
@@ -130,25 +118,21 @@ class _Conversation:
         self.initialized = False  # saw the system/init line
 
     async def run(self, argv: list[str], prompt: str) -> RunResult:
-        proc, ident = await spawn(argv, cwd=self.cwd, env=self.env, stdin=asyncio.subprocess.PIPE)
-        self.proc = proc
-        readers: asyncio.Future[Any] | None = None
-        try:
-            await self.ctx.process_started(proc, ident)
+        async def started(proc: asyncio.subprocess.Process) -> None:
+            self.proc = proc
             await self.send(user_message(prompt))
-            assert proc.stdout is not None and proc.stderr is not None
-            readers = asyncio.gather(self.read_stdout(proc.stdout), self.read_stderr(proc.stderr))
-            code = await wait_leader(proc)
-            # Whatever the CLI started and left behind (shells, servers) ends with it.
-            await terminate_group(ident.pgid, grace=1.0)
-            await readers
+
+        try:
+            code = await run_cli(
+                self.ctx,
+                argv,
+                cwd=self.cwd,
+                env=self.env,
+                on_stdout=self.take,
+                on_stderr=self.stderr,
+                on_start=started,
+            )
         finally:
-            if proc.returncode is None:  # cancelled or crashed: do not leave the CLI behind
-                await terminate_group(ident.pgid, grace=1.0, proc=proc)
-            if readers is not None and not readers.done():
-                readers.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await readers
             for task in list(self.handlers.values()):
                 task.cancel()
             if self.handlers:
@@ -156,12 +140,12 @@ class _Conversation:
         return self.outcome(code)
 
     def outcome(self, code: int) -> RunResult:
-        said = [*self.stderr_tail, *map(str, (self.result_line or {}).get("errors") or [])]
+        said = [*self.stderr.lines, *map(str, (self.result_line or {}).get("errors") or [])]
         if not self.initialized and any(NO_SESSION in ln for ln in said):
             self.lost_session = True  # --resume named a session this HOME does not have
         if self.result_line is None:
-            tail = " · ".join(self.stderr_tail)
-            error = f"claude {_describe_exit(code)} before it finished"
+            tail = " · ".join(self.stderr.lines)
+            error = f"claude {describe_exit(code)} before it finished"
             return RunResult(
                 State.FAILED,
                 exit_code=code,
@@ -204,34 +188,8 @@ class _Conversation:
 
     # -- stdout / stderr -------------------------------------------------------------------
 
-    async def read_stdout(self, stream: asyncio.StreamReader) -> None:
-        splitter = LineSplitter()
-        while True:
-            chunk = await stream.read(READ_CHUNK)
-            lines = splitter.feed(chunk) if chunk else splitter.flush()
-            if lines:
-                await self.take(lines)
-            if not chunk:
-                return
-
     async def take(self, lines: list[str]) -> None:
-        raw: list[str] = []
-        readable: list[str] = []
-        messages: list[dict[str, Any]] = []
-        for line in lines:
-            msg = _parse(line)
-            if msg is None:
-                if line.strip():
-                    readable.append(line)
-                continue
-            raw.append(line)
-            readable.extend(render(msg, self.cwd))
-            messages.append(msg)
-        if raw:
-            await self.ctx.output(RAW, raw)
-        if readable:
-            await self.ctx.output(STDOUT, readable)
-        for msg in messages:
+        for msg in await record_json_lines(self.ctx, lines, lambda m: render(m, self.cwd)):
             await self.handle(msg)
 
     async def handle(self, msg: dict[str, Any]) -> None:
@@ -256,17 +214,6 @@ class _Conversation:
             self.result_line = msg
             self.session_id = str(msg.get("session_id") or self.session_id)
             await self.close_stdin()  # the turn is over: the CLI exits when stdin closes
-
-    async def read_stderr(self, stream: asyncio.StreamReader) -> None:
-        splitter = LineSplitter()
-        while True:
-            chunk = await stream.read(READ_CHUNK)
-            lines = splitter.feed(chunk) if chunk else splitter.flush()
-            if lines:
-                self.stderr_tail.extend(ln for ln in lines if ln.strip())
-                await self.ctx.output(STDERR, lines)
-            if not chunk:
-                return
 
     # -- control requests ------------------------------------------------------------------
 
@@ -317,24 +264,3 @@ class _Conversation:
             "approval", approval_payload(tool, tool_input, suggestions, self.cwd)
         )
         return answer_approval(tool_input, suggestions, answer)
-
-
-def _parse(line: str) -> dict[str, Any] | None:
-    if not line.startswith("{"):
-        return None
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        return None
-    return msg if isinstance(msg, dict) else None
-
-
-def _describe_exit(code: int) -> str:
-    if code < 0:
-        import signal
-
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"

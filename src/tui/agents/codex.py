@@ -10,21 +10,22 @@ See docs/codex.md.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import os
-import shutil
-from collections import deque
 from collections.abc import Mapping
-from typing import Any
 
-from tui.agents.base import AdapterError, RunContext, RunResult
+from tui.agents.base import RunContext, RunResult
 from tui.agents.claude_protocol import (
     first_prompt,
     latest_session,
     read_context_files,
     resume_prompt,
+)
+from tui.agents.cli_process import (
+    StderrTail,
+    budget_spent,
+    find_cli,
+    project_dir,
+    record_json_lines,
+    run_cli,
 )
 from tui.agents.codex_protocol import (
     DEFAULT_PRICES,
@@ -38,15 +39,10 @@ from tui.agents.codex_protocol import (
     model_price,
     outcome,
     see,
-    with_system_append,
 )
-from tui.agents.gemini_protocol import Price, price_table
-from tui.agents.lines import LineSplitter
-from tui.engine.procs import spawn, terminate_group, wait_leader
-from tui.model.states import State
-from tui.store.records import RAW, STDERR, STDOUT
+from tui.agents.gemini_protocol import Price, price_table, with_system_append
+from tui.store.records import STDERR
 
-READ_CHUNK = 256 * 1024
 BIN_ENV = "TUI_CODEX_BIN"
 NOT_FOUND = "codex CLI not found: install with npm i -g @openai/codex, or set TUI_CODEX_BIN"
 
@@ -67,15 +63,7 @@ class CodexAdapter:
         self.prices = dict(prices or {})
 
     def binary(self, env: dict[str, str]) -> str:
-        name = os.path.expanduser(env.get(BIN_ENV) or os.environ.get(BIN_ENV) or self.bin)
-        if os.sep in name:
-            if os.path.isfile(name) and os.access(name, os.X_OK):
-                return name
-            raise AdapterError(f"{NOT_FOUND} ({name} is not an executable file)")
-        found = shutil.which(name, path=env.get("PATH", os.defpath))
-        if found is None:
-            raise AdapterError(NOT_FOUND)
-        return found
+        return find_cli(env, BIN_ENV, self.bin, NOT_FOUND)
 
     def argv(
         self, binary: str, ctx: RunContext, prompt: str, resume: str = ""
@@ -89,20 +77,14 @@ class CodexAdapter:
 
     async def run(self, ctx: RunContext) -> RunResult:
         agent = ctx.task.agent
-        cwd = os.path.expanduser(agent.project_dir) if agent.project_dir else None
-        if cwd and not os.path.isdir(cwd):
-            raise AdapterError(f"agent.project_dir {cwd!r} is not a directory")
+        cwd = project_dir(agent)
         env = {**ctx.env, **self.extra_env}
         binary = self.binary(env)
         table = price_table(self.prices, env, env_name=PRICES_ENV, defaults=DEFAULT_PRICES)
         price = model_price(agent, table)
         self.argv(binary, ctx, "")  # refuses unsupported settings before anything starts
-        budget, spent = agent.max_budget_usd, ctx.cost_so_far
-        if budget > 0 and spent >= budget:
-            return RunResult(
-                State.BUDGET_EXCEEDED,
-                error=f"earlier attempts already spent ${spent:.4f} of the ${budget:g} budget",
-            )
+        if spent := budget_spent(agent, ctx.cost_so_far):
+            return spent
         files = read_context_files(agent, cwd)
         session = latest_session(ctx.previous_runs)
         if session:
@@ -132,40 +114,29 @@ class _Run:
         self.earlier = earlier
         self.tally = Tally()
         self.renderer = Renderer()
-        self.stderr_tail: deque[str] = deque(maxlen=5)
+        self.stderr = StderrTail(ctx, noise=is_noise)
         self.lost_thread = False
 
     async def run(self, argv: list[str], stdin: bytes | None) -> RunResult:
-        pipe = asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL
-        proc, ident = await spawn(argv, cwd=self.cwd, env=self.env, stdin=pipe)
-        readers: asyncio.Future[Any] | None = None
-        try:
-            await self.ctx.process_started(proc, ident)
-            assert proc.stdout is not None and proc.stderr is not None
-            jobs = [self.read_stdout(proc.stdout), self.read_stderr(proc.stderr)]
-            if stdin is not None and proc.stdin is not None:
-                jobs.append(_feed(proc.stdin, stdin))
-            readers = asyncio.gather(*jobs)
-            code = await wait_leader(proc)
-            await terminate_group(ident.pgid, grace=1.0)
-            await readers
-        finally:
-            if proc.returncode is None:
-                await terminate_group(ident.pgid, grace=1.0, proc=proc)
-            if readers is not None and not readers.done():
-                readers.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await readers
+        code = await run_cli(
+            self.ctx,
+            argv,
+            cwd=self.cwd,
+            env=self.env,
+            on_stdout=self.take,
+            on_stderr=self.stderr,
+            stdin=stdin,
+        )
         return self.finish(code)
 
     def finish(self, code: int) -> RunResult:
         if code != 0 and not self.tally.thread_id:
-            self.lost_thread = any(NO_THREAD in ln for ln in self.stderr_tail)
+            self.lost_thread = self.stderr.said(NO_THREAD)
         agent = self.ctx.task.agent
         out = outcome(
             code,
             self.tally,
-            list(self.stderr_tail),
+            list(self.stderr.lines),
             self.price,
             self.earlier,
             agent.max_budget_usd,
@@ -182,59 +153,6 @@ class _Run:
             result=out.result,
         )
 
-    async def read_stdout(self, stream: asyncio.StreamReader) -> None:
-        splitter = LineSplitter()
-        while True:
-            chunk = await stream.read(READ_CHUNK)
-            lines = splitter.feed(chunk) if chunk else splitter.flush()
-            if lines:
-                await self.take(lines)
-            if not chunk:
-                return
-
     async def take(self, lines: list[str]) -> None:
-        raw: list[str] = []
-        readable: list[str] = []
-        for line in lines:
-            msg = _parse(line)
-            if msg is None:
-                if line.strip():
-                    readable.append(line)
-                continue
-            raw.append(line)
-            readable.extend(self.renderer.render(msg))
+        for msg in await record_json_lines(self.ctx, lines, self.renderer.render):
             see(self.tally, msg)
-        if raw:
-            await self.ctx.output(RAW, raw)
-        if readable:
-            await self.ctx.output(STDOUT, readable)
-
-    async def read_stderr(self, stream: asyncio.StreamReader) -> None:
-        splitter = LineSplitter()
-        while True:
-            chunk = await stream.read(READ_CHUNK)
-            lines = splitter.feed(chunk) if chunk else splitter.flush()
-            kept = [ln for ln in lines if not is_noise(ln)]
-            if kept:
-                self.stderr_tail.extend(ln.strip() for ln in kept if ln.strip())
-                await self.ctx.output(STDERR, kept)
-            if not chunk:
-                return
-
-
-async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        stdin.write(data)
-        await stdin.drain()
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        stdin.close()
-
-
-def _parse(line: str) -> dict[str, Any] | None:
-    if not line.startswith("{"):
-        return None
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        return None
-    return msg if isinstance(msg, dict) else None

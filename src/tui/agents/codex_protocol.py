@@ -12,6 +12,7 @@ from typing import Any
 
 from tui.agents.base import AdapterError
 from tui.agents.claude_protocol import describe_result
+from tui.agents.cli_process import describe_exit
 from tui.agents.gemini_protocol import Price, price_for
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
@@ -100,15 +101,6 @@ def build_argv(
     return argv, stdin
 
 
-def with_system_append(prompt: str, agent: AgentConfig) -> str:
-    extra = agent.system_prompt_append.strip()
-    if not extra:
-        return prompt
-    return (
-        f"=== Standing instructions ===\n{extra}\n=== End of standing instructions ===\n\n{prompt}"
-    )
-
-
 # -- usage and outcome ---------------------------------------------------------------------
 
 
@@ -159,17 +151,6 @@ def error_text(message: Any) -> str:
         if isinstance(err, str):
             return err
     return text
-
-
-def describe_exit(code: int) -> str:
-    if code < 0:
-        import signal
-
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
 
 
 @dataclass

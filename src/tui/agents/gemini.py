@@ -9,21 +9,23 @@ See docs/gemini.md.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import os
-import shutil
-from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from tui.agents.base import AdapterError, RunContext, RunResult
+from tui.agents.base import RunContext, RunResult
 from tui.agents.claude_protocol import (
     first_prompt,
     latest_session,
     read_context_files,
     resume_prompt,
+)
+from tui.agents.cli_process import (
+    StderrTail,
+    budget_spent,
+    find_cli,
+    project_dir,
+    record_json_lines,
+    run_cli,
 )
 from tui.agents.gemini_protocol import (
     NO_SESSION,
@@ -36,12 +38,8 @@ from tui.agents.gemini_protocol import (
     price_table,
     with_system_append,
 )
-from tui.agents.lines import LineSplitter
-from tui.engine.procs import spawn, terminate_group, wait_leader
-from tui.model.states import State
-from tui.store.records import RAW, STDERR, STDOUT
+from tui.store.records import STDERR, STDOUT
 
-READ_CHUNK = 256 * 1024
 BIN_ENV = "TUI_GEMINI_BIN"
 NOT_FOUND = "gemini CLI not found: install with npm i -g @google/gemini-cli, or set TUI_GEMINI_BIN"
 
@@ -61,31 +59,17 @@ class GeminiAdapter:
 
     def binary(self, env: dict[str, str]) -> str:
         """The CLI to run: $TUI_GEMINI_BIN, else ``bin``, looked up on the task's PATH."""
-        name = os.path.expanduser(env.get(BIN_ENV) or os.environ.get(BIN_ENV) or self.bin)
-        if os.sep in name:
-            if os.path.isfile(name) and os.access(name, os.X_OK):
-                return name
-            raise AdapterError(f"{NOT_FOUND} ({name} is not an executable file)")
-        found = shutil.which(name, path=env.get("PATH", os.defpath))
-        if found is None:
-            raise AdapterError(NOT_FOUND)
-        return found
+        return find_cli(env, BIN_ENV, self.bin, NOT_FOUND)
 
     async def run(self, ctx: RunContext) -> RunResult:
         agent = ctx.task.agent
-        cwd = os.path.expanduser(agent.project_dir) if agent.project_dir else None
-        if cwd and not os.path.isdir(cwd):
-            raise AdapterError(f"agent.project_dir {cwd!r} is not a directory")
+        cwd = project_dir(agent)
         env = {**ctx.env, **self.extra_env}
         binary = self.binary(env)
         table = price_table(self.prices, env)
         build_argv(binary, agent)  # refuses unsupported settings before anything starts
-        budget, spent = agent.max_budget_usd, ctx.cost_so_far
-        if budget > 0 and spent >= budget:
-            return RunResult(
-                State.BUDGET_EXCEEDED,
-                error=f"earlier attempts already spent ${spent:.4f} of the ${budget:g} budget",
-            )
+        if spent := budget_spent(agent, ctx.cost_so_far):
+            return spent
         files = read_context_files(agent, cwd)
         session = latest_session(ctx.previous_runs)
         if session:
@@ -112,36 +96,33 @@ class _Run:
         self.session_id = ""
         self.result_line: dict[str, Any] | None = None
         self.errors: list[str] = []
-        self.stderr_tail: deque[str] = deque(maxlen=5)
+        # Stack frames say nothing a person can act on; the message lines do.
+        self.stderr = StderrTail(
+            ctx,
+            noise=lambda ln: ln.startswith(NOISE_PREFIXES),
+            quotable=lambda ln: not ln.startswith("at "),
+        )
         self.renderer = Renderer(cwd)
         self.text = ResultText()
         self.lost_session = False
 
     async def run(self, argv: list[str], prompt: str) -> RunResult:
-        proc, ident = await spawn(argv, cwd=self.cwd, env=self.env, stdin=asyncio.subprocess.PIPE)
-        readers: asyncio.Future[Any] | None = None
-        try:
-            await self.ctx.process_started(proc, ident)
-            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-            readers = asyncio.gather(
-                self.feed(proc.stdin, prompt),
-                self.read_stdout(proc.stdout),
-                self.read_stderr(proc.stderr),
-            )
-            code = await wait_leader(proc)
-            await terminate_group(ident.pgid, grace=1.0)
-            await readers
-        finally:
-            if proc.returncode is None:
-                await terminate_group(ident.pgid, grace=1.0, proc=proc)
-            if readers is not None and not readers.done():
-                readers.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await readers
+        code = await run_cli(
+            self.ctx,
+            argv,
+            cwd=self.cwd,
+            env=self.env,
+            on_stdout=self.take,
+            on_stderr=self.stderr,
+            stdin=prompt.encode(),
+        )
+        tail = self.renderer.flush()  # what the renderer still held when the output ended
+        if tail:
+            await self.ctx.output(STDOUT, tail)
         return self.finish(code)
 
     def finish(self, code: int) -> RunResult:
-        if code == 42 and not self.session_id and any(NO_SESSION in ln for ln in self.stderr_tail):
+        if code == 42 and not self.session_id and self.stderr.said(NO_SESSION):
             self.lost_session = True
         agent = self.ctx.task.agent
         out = outcome(
@@ -149,7 +130,7 @@ class _Run:
             self.result_line,
             self.text.text,
             self.errors,
-            list(self.stderr_tail),
+            list(self.stderr.lines),
             self.table,
             agent.max_budget_usd,
             self.ctx.cost_so_far,
@@ -165,43 +146,12 @@ class _Run:
             result=out.result,
         )
 
-    async def feed(self, stdin: asyncio.StreamWriter, prompt: str) -> None:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            stdin.write(prompt.encode())
-            await stdin.drain()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            stdin.close()
-
-    async def read_stdout(self, stream: asyncio.StreamReader) -> None:
-        splitter = LineSplitter()
-        while True:
-            chunk = await stream.read(READ_CHUNK)
-            lines = splitter.feed(chunk) if chunk else splitter.flush()
-            if lines:
-                await self.take(lines)
-            if not chunk:
-                tail = self.renderer.flush()
-                if tail:
-                    await self.ctx.output(STDOUT, tail)
-                return
-
     async def take(self, lines: list[str]) -> None:
-        raw: list[str] = []
-        readable: list[str] = []
-        for line in lines:
-            msg = _parse(line)
-            if msg is None:
-                if line.strip():
-                    readable.extend(self.renderer.flush())
-                    readable.append(line)
-                continue
-            raw.append(line)
-            readable.extend(self.renderer.render(msg))
+        for msg in await record_json_lines(self.ctx, lines, self.renderer.render, self.text_line):
             self.see(msg)
-        if raw:
-            await self.ctx.output(RAW, raw)
-        if readable:
-            await self.ctx.output(STDOUT, readable)
+
+    def text_line(self, line: str) -> list[str]:
+        return [*self.renderer.flush(), line]
 
     def see(self, msg: dict[str, Any]) -> None:
         kind = msg.get("type")
@@ -212,28 +162,3 @@ class _Run:
             self.errors.append(str(msg.get("message") or ""))
         elif kind == "result":
             self.result_line = msg
-
-    async def read_stderr(self, stream: asyncio.StreamReader) -> None:
-        splitter = LineSplitter()
-        while True:
-            chunk = await stream.read(READ_CHUNK)
-            lines = splitter.feed(chunk) if chunk else splitter.flush()
-            kept = [ln for ln in lines if not ln.startswith(NOISE_PREFIXES)]
-            if kept:
-                # Stack frames say nothing a person can act on; the message lines do.
-                self.stderr_tail.extend(
-                    ln.strip() for ln in kept if ln.strip() and not ln.strip().startswith("at ")
-                )
-                await self.ctx.output(STDERR, kept)
-            if not chunk:
-                return
-
-
-def _parse(line: str) -> dict[str, Any] | None:
-    if not line.startswith("{"):
-        return None
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        return None
-    return msg if isinstance(msg, dict) else None

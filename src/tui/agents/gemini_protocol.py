@@ -13,6 +13,7 @@ from typing import Any
 
 from tui.agents.base import AdapterError
 from tui.agents.claude_protocol import describe_result, short_input
+from tui.agents.cli_process import describe_exit as exit_text
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
 
@@ -165,7 +166,7 @@ def build_argv(binary: str, agent: AgentConfig, *, resume: str = "") -> list[str
 
 
 def with_system_append(prompt: str, agent: AgentConfig) -> str:
-    """gemini has no --append-system-prompt: the text leads the first prompt instead."""
+    """gemini (and codex) have no --append-system-prompt: the text leads the first prompt."""
     extra = agent.system_prompt_append.strip()
     if not extra:
         return prompt
@@ -221,15 +222,7 @@ def _int(value: Any) -> int:
 
 
 def describe_exit(code: int) -> str:
-    if code < 0:
-        import signal
-
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    meaning = EXIT_CODES.get(code)
-    return f"exited with code {code} ({meaning})" if meaning else f"exited with code {code}"
+    return exit_text(code, EXIT_CODES)
 
 
 @dataclass

@@ -20,13 +20,14 @@ first time it is reached ``turn.reached`` is set (``await server.wait_reached(tu
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.agents.cli_support import ScriptedServer
 
 
 @dataclass
@@ -91,15 +92,12 @@ def first_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
-class ModelServer:
+class ModelServer(ScriptedServer):
     def __init__(self) -> None:
+        super().__init__(_Handler)
         self.requests: list[Request] = []
         self._scripts: dict[str, list[Turn]] = {}
-        self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._gates: list[threading.Event] = []
 
     # -- scripting -------------------------------------------------------------------------
 
@@ -114,45 +112,6 @@ class ModelServer:
         if marker is not None:
             reqs = [r for r in reqs if marker in first_user_text(r.body)]
         return reqs
-
-    @staticmethod
-    async def wait_reached(turn: Turn, timeout: float = 30) -> None:
-        if not await asyncio.to_thread(turn.reached.wait, timeout):
-            raise AssertionError("the model server never got to that turn")
-
-    # -- life cycle ------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None, "start() the server first"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> ModelServer:
-        server = self
-
-        class Handler(_Handler):
-            owner = server
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        for gate in self._gates:
-            gate.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> ModelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- answering -------------------------------------------------------------------------
 
@@ -175,7 +134,7 @@ class ModelServer:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    owner: ModelServer
+    server_owner: ModelServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -197,28 +156,33 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         path = self.path.split("?", 1)[0]
-        with self.owner._lock:
-            self.owner.requests.append(Request(self.path, body))
+        with self.server_owner._lock:
+            self.server_owner.requests.append(Request(self.path, body))
         if path.endswith("/count_tokens"):
             self._json(200, {"input_tokens": 100})
             return
         if not path.endswith("/v1/messages"):
             self._json(404, {"type": "error", "error": {"type": "not_found_error"}})
             return
-        with self.owner._lock:
-            turn = self.owner._pick(body)
+        with self.server_owner._lock:
+            turn = self.server_owner._pick(body)
             # Only the first request that reaches a blocking turn waits; a replay of the same
             # turn (the CLI was killed, then resumed) answers at once.
             gate, turn.block = turn.block, None
         turn.reached.set()
         if gate is not None:
             gate.wait()
-            if self.owner._httpd is None:
+            if self.server_owner._httpd is None:
                 return
         blocks = [{"type": "text", "text": turn.text}] if turn.text else []
         for name, tool_input in turn.tools:
             blocks.append(
-                {"type": "tool_use", "id": self.owner._tool_id(), "name": name, "input": tool_input}
+                {
+                    "type": "tool_use",
+                    "id": self.server_owner._tool_id(),
+                    "name": name,
+                    "input": tool_input,
+                }
             )
         if not blocks:
             blocks = [{"type": "text", "text": "ok"}]
@@ -230,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
             "cache_creation_input_tokens": turn.cache_creation_tokens,
         }
         message = {
-            "id": f"msg_{next(self.owner._ids)}",
+            "id": f"msg_{next(self.server_owner._ids)}",
             "type": "message",
             "role": "assistant",
             "model": body.get("model", "claude-test"),

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.agents.cli_support import ScriptedServer
 
 
 @dataclass
@@ -79,13 +80,12 @@ def _text_of(item: dict[str, Any]) -> str:
     return " ".join(str(c.get("text", "")) for c in content or [] if isinstance(c, dict))
 
 
-class ResponsesServer:
+class ResponsesServer(ScriptedServer):
     def __init__(self) -> None:
+        super().__init__(_Handler)
         self.requests: list[Request] = []
         self._scripts: dict[str, list[Turn]] = {}
-        self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._httpd: ThreadingHTTPServer | None = None
 
     def script(self, marker: str, turns: list[Turn]) -> None:
         self._scripts[marker] = turns
@@ -96,35 +96,6 @@ class ResponsesServer:
         if marker is not None:
             reqs = [r for r in reqs if marker in r.flat_text()]
         return reqs
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None, "start() the server first"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> ResponsesServer:
-        owner = self
-
-        class Handler(_Handler):
-            server_owner = owner
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> ResponsesServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def pick(self, items: list[dict[str, Any]]) -> Turn:
         turns: list[Turn] | None = None

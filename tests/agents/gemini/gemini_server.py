@@ -21,12 +21,13 @@ A turn may answer with an HTTP error instead (``fail(status, message)``), or hol
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.agents.cli_support import ScriptedServer
 
 # Both routing classifiers' answers in one object (each schema ignores the other's keys).
 CLASSIFIER_ANSWER = {
@@ -104,13 +105,11 @@ def _user_texts(content: dict[str, Any]) -> str:
     )
 
 
-class GeminiServer:
+class GeminiServer(ScriptedServer):
     def __init__(self) -> None:
+        super().__init__(_Handler)
         self.requests: list[Request] = []
         self._scripts: dict[str, list[Turn]] = {}
-        self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._gates: list[threading.Event] = []
 
     def script(self, marker: str, turns: list[Turn]) -> None:
         self._scripts[marker] = turns
@@ -123,42 +122,6 @@ class GeminiServer:
         if marker is not None:
             reqs = [r for r in reqs if marker in r.flat_text()]
         return reqs
-
-    @staticmethod
-    async def wait_reached(turn: Turn, timeout: float = 30) -> None:
-        if not await asyncio.to_thread(turn.reached.wait, timeout):
-            raise AssertionError("the model server never got to that turn")
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None, "start() the server first"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> GeminiServer:
-        owner = self
-
-        class Handler(_Handler):
-            server_owner = owner
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        for gate in self._gates:
-            gate.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> GeminiServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def pick(self, contents: list[dict[str, Any]]) -> Turn:
         turns: list[Turn] | None = None

@@ -1,0 +1,233 @@
+"""What every CLI adapter does around its agent process, written once.
+
+:func:`run_cli` starts the CLI in its own process group, reports it to the engine, feeds its
+stdin, hands its stdout and stderr to per-batch callbacks (split by :class:`LineSplitter`), waits
+for it and ends whatever it left behind — on success, failure and cancellation alike.
+:func:`record_json_lines` and :class:`StderrTail` are the usual callbacks for CLIs that print one
+JSON event a line; :func:`find_cli` and :func:`budget_spent` are the checks made before starting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from tui.agents.base import AdapterError, RunContext, RunResult
+from tui.agents.lines import LineSplitter
+from tui.engine.procs import spawn, terminate_group, wait_leader
+from tui.model.states import State
+from tui.model.task import AgentConfig
+from tui.store.records import RAW, STDERR, STDOUT
+
+READ_CHUNK = 256 * 1024
+GRACE = 1.0  # seconds between SIGTERM and SIGKILL for what the CLI leaves behind
+
+OnLines = Callable[[list[str]], Awaitable[None]]
+OnStart = Callable[[asyncio.subprocess.Process], Awaitable[None]]
+
+
+async def run_cli(
+    ctx: RunContext,
+    argv: Sequence[str],
+    *,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    on_stdout: OnLines,
+    on_stderr: OnLines,
+    stdin: bytes | None = None,
+    on_start: OnStart | None = None,
+) -> int:
+    """Run ``argv`` to the end and return its exit code (negative: killed by that signal).
+
+    ``stdin`` is written to the CLI and then closed; without it stdin is /dev/null, unless
+    ``on_start`` is given: then stdin stays an open pipe, and ``on_start(proc)`` runs once the
+    process is reported, before its output is read, to write to it (and close it) as it likes.
+    """
+    keep_open = on_start is not None
+    pipe = asyncio.subprocess.PIPE if stdin is not None or keep_open else asyncio.subprocess.DEVNULL
+    proc, ident = await spawn(argv, cwd=cwd, env=env, stdin=pipe)
+    readers: asyncio.Future[Any] | None = None
+    try:
+        await ctx.process_started(proc, ident)
+        if on_start is not None:
+            await on_start(proc)
+        assert proc.stdout is not None and proc.stderr is not None
+        jobs = [_read(proc.stdout, on_stdout), _read(proc.stderr, on_stderr)]
+        if stdin is not None and proc.stdin is not None:
+            jobs.append(_feed(proc.stdin, stdin, close=not keep_open))
+        readers = asyncio.gather(*jobs)
+        code = await wait_leader(proc)
+        # Whatever the CLI started and left behind (shells, servers, `sleep &`) ends with it;
+        # until then it would hold the pipes open.
+        await terminate_group(ident.pgid, grace=GRACE)
+        await readers
+    finally:
+        if proc.returncode is None:  # cancelled or crashed: do not leave the CLI behind
+            await terminate_group(ident.pgid, grace=GRACE, proc=proc)
+        if readers is not None and not readers.done():
+            readers.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await readers
+    return code
+
+
+async def _read(stream: asyncio.StreamReader, on_lines: OnLines) -> None:
+    splitter = LineSplitter()
+    while True:
+        chunk = await stream.read(READ_CHUNK)
+        lines = splitter.feed(chunk) if chunk else splitter.flush()
+        if lines:
+            await on_lines(lines)
+        if not chunk:
+            return
+
+
+async def _feed(stdin: asyncio.StreamWriter, data: bytes, *, close: bool) -> None:
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stdin.write(data)
+        await stdin.drain()
+    if close:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            stdin.close()
+
+
+def describe_exit(code: int, meanings: Mapping[int, str] | None = None) -> str:
+    """``exited with code 1`` (with its meaning, if ``meanings`` has one) or ``was killed by
+    SIGTERM``, to follow the CLI's name in an error."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    meaning = (meanings or {}).get(code)
+    return f"exited with code {code} ({meaning})" if meaning else f"exited with code {code}"
+
+
+# -- stdout: one JSON event a line ---------------------------------------------------------
+
+
+def parse_json_line(line: str) -> dict[str, Any] | None:
+    """The JSON object on ``line``, or None for anything else (text, arrays, broken JSON)."""
+    if not line.startswith("{"):
+        return None
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
+def _as_is(line: str) -> list[str]:
+    return [line]
+
+
+async def record_json_lines(
+    ctx: RunContext,
+    lines: list[str],
+    render: Callable[[dict[str, Any]], list[str]],
+    text: Callable[[str], list[str]] = _as_is,
+) -> list[dict[str, Any]]:
+    """Record a batch of stdout lines and return its JSON events, in order.
+
+    An event goes to RAW as it came and to STDOUT as ``render`` shows it; any other non-blank
+    line goes to STDOUT as ``text`` shows it.
+    """
+    raw: list[str] = []
+    readable: list[str] = []
+    messages: list[dict[str, Any]] = []
+    for line in lines:
+        msg = parse_json_line(line)
+        if msg is None:
+            if line.strip():
+                readable.extend(text(line))
+            continue
+        raw.append(line)
+        readable.extend(render(msg))
+        messages.append(msg)
+    if raw:
+        await ctx.output(RAW, raw)
+    if readable:
+        await ctx.output(STDOUT, readable)
+    return messages
+
+
+# -- stderr --------------------------------------------------------------------------------
+
+
+def _never(_line: str) -> bool:
+    return False
+
+
+def _always(_line: str) -> bool:
+    return True
+
+
+class StderrTail:
+    """stderr callback: records the lines that are not ``noise`` and keeps the last few
+    non-blank ones (stripped, those ``quotable``) to explain a failure with."""
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        *,
+        noise: Callable[[str], bool] = _never,
+        quotable: Callable[[str], bool] = _always,
+        size: int = 5,
+    ) -> None:
+        self.ctx = ctx
+        self.noise = noise
+        self.quotable = quotable
+        self.lines: deque[str] = deque(maxlen=size)
+
+    async def __call__(self, lines: list[str]) -> None:
+        kept = [ln for ln in lines if not self.noise(ln)]
+        if kept:
+            self.lines.extend(s for ln in kept if (s := ln.strip()) and self.quotable(s))
+            await self.ctx.output(STDERR, kept)
+
+    def said(self, text: str) -> bool:
+        """Whether one of the kept lines contains ``text``."""
+        return any(text in ln for ln in self.lines)
+
+
+# -- before starting -----------------------------------------------------------------------
+
+
+def find_cli(env: Mapping[str, str], bin_env: str, default: str, not_found: str) -> str:
+    """The CLI to run: $``bin_env`` (task env first), else ``default``, looked up on the
+    task's PATH; AdapterError(``not_found``...) when there is none."""
+    name = os.path.expanduser(env.get(bin_env) or os.environ.get(bin_env) or default)
+    if os.sep in name:
+        if os.path.isfile(name) and os.access(name, os.X_OK):
+            return name
+        raise AdapterError(f"{not_found} ({name} is not an executable file)")
+    found = shutil.which(name, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise AdapterError(not_found)
+    return found
+
+
+def project_dir(agent: AgentConfig) -> str | None:
+    """agent.project_dir expanded, or None; AdapterError when it is not a directory."""
+    cwd = os.path.expanduser(agent.project_dir) if agent.project_dir else None
+    if cwd and not os.path.isdir(cwd):
+        raise AdapterError(f"agent.project_dir {cwd!r} is not a directory")
+    return cwd
+
+
+def budget_spent(agent: AgentConfig, spent: float) -> RunResult | None:
+    """BUDGET_EXCEEDED when earlier attempts already used up agent.max_budget_usd."""
+    budget = agent.max_budget_usd
+    if budget > 0 and spent >= budget:
+        return RunResult(
+            State.BUDGET_EXCEEDED,
+            error=f"earlier attempts already spent ${spent:.4f} of the ${budget:g} budget",
+        )
+    return None
