@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 FLUSH_INTERVAL = 0.05  # seconds between output batches (a UI frame or so)
 FLUSH_HIGH_WATER = 20_000  # lines buffered before a producer waits for the writer
 INBOX_POLL = 0.1  # seconds between looks at the command inbox
+SUBSCRIBER_BACKLOG = 50_000  # events + lines a viewer may lag before it reads back from the store
 
 
 class EngineError(Exception):
@@ -73,6 +74,51 @@ class _Run:
     working: asyncio.Event = field(default_factory=asyncio.Event)
     waiting: asyncio.Event = field(default_factory=asyncio.Event)
     open_questions: set[str] = field(default_factory=set)
+
+
+class _Subscriber:
+    """One viewer of the event stream, and how far behind it is (in events and lines)."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self.backlog = 0
+        self.lagging = False
+
+    def offer(self, item: Event) -> None:
+        if self.lagging:
+            return  # it will read this back from the store
+        self.backlog += _weight(item)
+        if self.backlog > SUBSCRIBER_BACKLOG:
+            self.lagging = True
+            self.queue.put_nowait(item)  # wakes a reader waiting on an empty queue
+            return
+        self.queue.put_nowait(item)
+
+    def taken(self, item: Event) -> None:
+        self.backlog -= _weight(item)
+
+    def catch_up(self) -> None:
+        """Forget the queue: everything in it is stored and will be read back."""
+        self.lagging = False
+        self.backlog = 0
+        while not self.queue.empty():
+            self.queue.get_nowait()
+
+
+def _weight(item: Event) -> int:
+    return len(item.rows) if isinstance(item, OutputBatch) else 1
+
+
+def _newer(item: Event, cursor: Cursor) -> Event | None:
+    if isinstance(item, OutputBatch):
+        return item.after(cursor.output_id)
+    return item if item.id > cursor.event_id else None
+
+
+def _advance(cursor: Cursor, item: Event) -> Cursor:
+    if isinstance(item, OutputBatch):
+        return cursor._replace(output_id=item.last_id)
+    return cursor._replace(event_id=item.id)
 
 
 class _Ctx:
@@ -176,7 +222,7 @@ class Engine:
         self._out_lock = asyncio.Lock()
         self._flushing: asyncio.Future[None] | None = None
         self._out_ready = asyncio.Event()
-        self._subscribers: set[asyncio.Queue[Event]] = set()
+        self._subscribers: set[_Subscriber] = set()
         self._published = Cursor()
 
     # -- life cycle ------------------------------------------------------------------------
@@ -533,36 +579,44 @@ class Engine:
     # -- the event stream ------------------------------------------------------------------
 
     async def events(self, since: Cursor | None = None) -> AsyncIterator[Event]:
-        """Everything after ``since`` (None = from now), stored first, then live."""
-        queue: asyncio.Queue[Event] = asyncio.Queue()
-        self._subscribers.add(queue)
+        """Everything after ``since`` (None = from now), stored first, then live.
+
+        A viewer that falls more than SUBSCRIBER_BACKLOG items behind is not allowed to hold
+        memory: its queue is dropped and it reads what it missed back from the store (every
+        item is stored before it is published), so it still sees no gap and no duplicate.
+        """
+        sub = _Subscriber()
+        self._subscribers.add(sub)
         try:
-            if since is None:
-                since = self._published
-            last_event, last_output = since
-            while batch := await self.store.read_events(last_event):
-                for ev in batch:
-                    yield ev
-                last_event = batch[-1].id
-            while lines := await self.store.read_output(after_id=last_output):
-                yield OutputBatch.of(lines)
-                last_output = lines[-1].id
+            last = since if since is not None else self._published
             while True:
-                item = await queue.get()
-                if isinstance(item, OutputBatch):
-                    fresh = item.after(last_output)
-                    if fresh is not None:
-                        last_output = fresh.last_id
-                        yield fresh
-                elif item.id > last_event:
-                    last_event = item.id
+                async for item in self._stored_after(last):
+                    last = _advance(last, item)
                     yield item
+                while not sub.lagging:
+                    item = await sub.queue.get()
+                    sub.taken(item)
+                    fresh = _newer(item, last)
+                    if fresh is not None:
+                        last = _advance(last, fresh)
+                        yield fresh
+                sub.catch_up()
         finally:
-            self._subscribers.discard(queue)
+            self._subscribers.discard(sub)
+
+    async def _stored_after(self, cursor: Cursor) -> AsyncIterator[Event]:
+        last_event, last_output = cursor
+        while batch := await self.store.read_events(last_event):
+            for ev in batch:
+                yield ev
+            last_event = batch[-1].id
+        while lines := await self.store.read_output(after_id=last_output):
+            yield OutputBatch.of(lines)
+            last_output = lines[-1].id
 
     def _publish(self, item: Event) -> None:
-        for q in self._subscribers:
-            q.put_nowait(item)
+        for sub in self._subscribers:
+            sub.offer(item)
 
     def _on_event(self, ev: EventRecord) -> None:
         self._published = self._published._replace(event_id=ev.id)
