@@ -1,12 +1,47 @@
-"""What the scripted model servers of the real-CLI tests share: running on 127.0.0.1 in a
-thread, and releasing every turn still held back (``Turn.block``) when they stop."""
+"""What the real-CLI tests share: where the pinned CLIs live, reading back what the engine
+stored, and the scripted model servers' life cycle (running on 127.0.0.1 in a thread, and
+releasing every turn still held back, ``Turn.block``, when they stop)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Self
+
+import pytest
+
+from tui.engine.scheduler import Engine
+from tui.store.db import Store
+
+CLI_BIN = Path(__file__).resolve().parents[2] / ".agent-clis" / "node_modules" / ".bin"
+
+
+def cli_path(name: str) -> Path:
+    return CLI_BIN / name
+
+
+def needs_cli(name: str) -> pytest.MarkDecorator:
+    """Skip (with the fix in the reason) when scripts/install-agent-clis has not run."""
+    path = cli_path(name)
+    return pytest.mark.skipif(
+        not path.exists(),
+        reason=f"the {name} CLI is not installed at {path}: run scripts/install-agent-clis",
+    )
+
+
+async def settled(engine: Engine, task_id: str) -> None:
+    await asyncio.wait_for(engine.wait_settled([task_id]), 30)
+
+
+async def raw_lines(store: Store, task_id: str) -> list[dict]:
+    return [json.loads(row[-1]) for row in await store.read_raw(task_id)]
+
+
+async def output(store: Store, task_id: str, stream: int = 1) -> list[str]:
+    return [ln.text for ln in await store.read_output(task_id, stream=stream)]
 
 
 class ScriptedServer:

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from tests.agents.claude.model_server import ModelServer
+from tests.agents.cli_support import cli_path
+from tests.agents.cli_support import needs_cli as needs_cli_named
 from tui.agents.claude import ClaudeAdapter
 from tui.agents.shell import ShellAdapter
 from tui.engine.events import Cursor, OutputBatch
@@ -19,26 +21,14 @@ from tui.model.task import Task
 from tui.store.db import Store
 from tui.store.records import QuestionRecord
 
-ROOT = Path(__file__).resolve().parents[3]
-CLAUDE_BIN = ROOT / ".agent-clis" / "node_modules" / ".bin" / "claude"
-
-needs_cli = pytest.mark.skipif(
-    not CLAUDE_BIN.exists(),
-    reason=f"the claude CLI is not installed at {CLAUDE_BIN}: run scripts/install-agent-clis",
-)
+CLAUDE_BIN = cli_path("claude")
+needs_cli = needs_cli_named("claude")
 
 
 @pytest.fixture
 def model() -> Iterator[ModelServer]:
     with ModelServer() as server:
         yield server
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    p = tmp_path / "project"
-    p.mkdir()
-    return p
 
 
 @pytest.fixture

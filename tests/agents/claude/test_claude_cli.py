@@ -16,6 +16,7 @@ from typing import Any
 
 from tests.agents.claude.conftest import claude_task, needs_cli, question
 from tests.agents.claude.model_server import ModelServer, text, tool_use
+from tests.agents.cli_support import output, raw_lines, settled
 from tests.conftest import wait_state
 from tui.agents.claude import ClaudeAdapter
 from tui.engine.scheduler import Engine
@@ -35,18 +36,6 @@ DB_QUESTION = {
         {"label": "PostgreSQL", "description": "Server, scales further"},
     ],
 }
-
-
-async def settled(engine: Engine, task_id: str) -> None:
-    await asyncio.wait_for(engine.wait_settled([task_id]), 30)
-
-
-async def raw_lines(store: Store, task_id: str) -> list[dict]:
-    return [json.loads(row[-1]) for row in await store.read_raw(task_id)]
-
-
-async def stdout(store: Store, task_id: str) -> list[str]:
-    return [ln.text for ln in await store.read_output(task_id, stream=1)]
 
 
 async def test_question_answered_with_context_files(
@@ -81,7 +70,7 @@ async def test_question_answered_with_context_files(
     assert "=== Context file: notes.md ===" in first and "use the fast path" in first
     [result] = model.main_requests("zq-ask")[-1].tool_results()
     assert '"Which database should the service use?"="SQLite"' in result["content"]
-    lines = await stdout(store, t.id)
+    lines = await output(store, t.id)
     assert "Let me ask." in lines and "Using SQLite." in lines
     assert any(ln.startswith("→ AskUserQuestion: Which database") for ln in lines)
     raw = await raw_lines(store, t.id)
@@ -160,7 +149,7 @@ async def test_bash_allowed_runs_and_write_denied_is_refused(
     results = model.main_requests()[-1].tool_results()
     assert results[0].get("is_error") in (None, False)
     assert results[1]["is_error"] is True and "not in this repo" in json.dumps(results[1])
-    lines = await stdout(store, t.id)
+    lines = await output(store, t.id)
     assert "→ Bash: touch made-by-bash.txt" in lines and "→ Write: denied.txt" in lines
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.agents.cli_support import cli_path
+from tests.agents.cli_support import needs_cli as needs_cli_named
 from tests.agents.codex.responses_server import ResponsesServer
 from tui.agents.codex import CodexAdapter
 from tui.agents.shell import ShellAdapter
@@ -16,26 +18,14 @@ from tui.engine.scheduler import Engine
 from tui.model.task import Task
 from tui.store.db import Store
 
-ROOT = Path(__file__).resolve().parents[3]
-CODEX_BIN = ROOT / ".agent-clis" / "node_modules" / ".bin" / "codex"
-
-needs_cli = pytest.mark.skipif(
-    not CODEX_BIN.exists(),
-    reason=f"the codex CLI is not installed at {CODEX_BIN}: run scripts/install-agent-clis",
-)
+CODEX_BIN = cli_path("codex")
+needs_cli = needs_cli_named("codex")
 
 
 @pytest.fixture
 def responses() -> Iterator[ResponsesServer]:
     with ResponsesServer() as server:
         yield server
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    p = tmp_path / "project"
-    p.mkdir()
-    return p
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.agents.cli_support import cli_path
+from tests.agents.cli_support import needs_cli as needs_cli_named
 from tests.agents.gemini.gemini_server import GeminiServer
 from tui.agents.gemini import GeminiAdapter
 from tui.agents.shell import ShellAdapter
@@ -17,26 +19,14 @@ from tui.engine.scheduler import Engine
 from tui.model.task import Task
 from tui.store.db import Store
 
-ROOT = Path(__file__).resolve().parents[3]
-GEMINI_BIN = ROOT / ".agent-clis" / "node_modules" / ".bin" / "gemini"
-
-needs_cli = pytest.mark.skipif(
-    not GEMINI_BIN.exists(),
-    reason=f"the gemini CLI is not installed at {GEMINI_BIN}: run scripts/install-agent-clis",
-)
+GEMINI_BIN = cli_path("gemini")
+needs_cli = needs_cli_named("gemini")
 
 
 @pytest.fixture
 def gemini() -> Iterator[GeminiServer]:
     with GeminiServer() as server:
         yield server
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    p = tmp_path / "project"
-    p.mkdir()
-    return p
 
 
 @pytest.fixture

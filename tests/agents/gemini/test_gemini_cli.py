@@ -6,7 +6,6 @@ stored (states, runs, tokens, cost, sessions, output) and what the CLI's real to
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.agents.cli_support import output, raw_lines, settled
 from tests.agents.gemini.conftest import gemini_task, needs_cli
 from tests.agents.gemini.gemini_server import GeminiServer, call, fail, say
 from tests.conftest import wait_state
@@ -25,18 +25,6 @@ from tui.store.db import Store
 from tui.store.records import STDERR, QuestionRecord, RunRecord
 
 pytestmark = needs_cli
-
-
-async def settled(engine: Engine, task_id: str) -> None:
-    await asyncio.wait_for(engine.wait_settled([task_id]), 30)
-
-
-async def raw_lines(store: Store, task_id: str) -> list[dict]:
-    return [json.loads(row[-1]) for row in await store.read_raw(task_id)]
-
-
-async def output(store: Store, task_id: str, stream: int = 1) -> list[str]:
-    return [ln.text for ln in await store.read_output(task_id, stream=stream)]
 
 
 async def test_simple_run_stores_result_tokens_cost_and_session(
