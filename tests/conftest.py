@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +19,39 @@ from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Store
+
+
+@pytest.fixture(autouse=True)
+def private_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test gets its own daemon socket dir and state dir (logs), and no daemon it
+    started outlives it. The socket dir is short: a Unix socket path has 108 bytes."""
+    runtime = Path(tempfile.mkdtemp(prefix="tui-rt-"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("TUI_FOREGROUND", raising=False)
+    yield runtime
+    for lock in (runtime / "tui").glob("*.lock"):
+        pid = lock.read_text().strip()
+        if pid.isdigit():
+            stop_process(int(pid))
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def stop_process(pid: int, grace: float = 10.0) -> None:
+    """SIGTERM (a daemon then stops its agents' process groups), SIGKILL after ``grace``."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)  # another process's exit: nothing to wait on but its pid
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture

@@ -109,10 +109,10 @@ async def test_time_waiting_for_a_person_does_not_count_toward_the_timeout(
     store: Store,
 ) -> None:
     async with Engine(store) as engine:
-        t = shell_task("patient", f"{ASK}; echo finished", timeout="1s")
+        t = shell_task("patient", f"{ASK}; echo finished", timeout="3s")
         await engine.submit([t])
         q = await asyncio.wait_for(next_question(engine, t.id), 30)
-        await asyncio.sleep(1.5)  # a person taking longer than the task's whole timeout
+        await asyncio.sleep(3.5)  # a person taking longer than the task's whole timeout
         assert (await engine.get(t.id)).state == State.READY  # type: ignore[union-attr]
         await engine.answer(q.id, {"answers": {"Which database?": "SQLite"}})
         await engine.wait_settled([t.id])

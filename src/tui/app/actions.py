@@ -54,7 +54,13 @@ COMMANDS: tuple[Command, ...] = (
     Command("focus_right", "l", "Focus right pane", "Move focus to the output / DAG / questions"),
     Command("pick_theme", "t", "Switch theme…", "Choose a colour theme (remembered)"),
     Command("help", "question_mark", "Help", "Every key binding", "Help"),
-    Command("quit", "q", "Quit", "Leave tui (running tasks stop with it for now)", "Quit"),
+    Command(
+        "quit",
+        "q",
+        "Quit",
+        "Leave tui (the daemon keeps tasks running; with --foreground they stop)",
+        "Quit",
+    ),
 )
 
 BY_ID = {c.id: c for c in COMMANDS}

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
 from tui.app import actions
+from tui.app.engine_api import AppEngine
 from tui.app.help_screen import HelpScreen
 from tui.app.keymap import load_keymap
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
@@ -24,7 +25,8 @@ from tui.app.widgets.dag_view import DagNode, DagView
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
 from tui.app.widgets.task_list import SORTS, TaskFilter, TaskList
-from tui.engine.events import OutputBatch
+from tui.daemon.remote import DaemonStopped
+from tui.engine.events import Event, Notice, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
 from tui.model.issues import TaskFileError
 from tui.model.loader import load_task_files
@@ -51,18 +53,20 @@ class TuiApp(App[None]):
 
     def __init__(
         self,
-        engine: Engine | Callable[[], Awaitable[Engine]],
+        engine: AppEngine | Callable[[], Awaitable[AppEngine]],
         *,
         keymap: dict[str, str] | None = None,
         osc: OscMode | None = None,
         remember_theme: bool = True,
         toasts: bool = True,
     ) -> None:
-        """``engine`` is a running engine, or a factory the app awaits (and stops on exit)
-        when it should own the engine's life in its own event loop."""
+        """``engine`` is an in-process engine or the daemon's (``RemoteEngine``), or a factory
+        of either that the app awaits (and stops or detaches from on exit) when it should own
+        that life in its own event loop."""
         super().__init__()
-        self._engine_factory = None if isinstance(engine, Engine) else engine
-        self.engine: Engine = engine if isinstance(engine, Engine) else None  # type: ignore[assignment]
+        given = hasattr(engine, "events")
+        self._engine_factory = None if given else engine
+        self.engine: AppEngine = engine if given else None  # type: ignore[assignment]
         self._osc: OscMode = osc if osc is not None else default_osc_mode()
         self._remember_theme = remember_theme
         self._toasts = toasts
@@ -71,6 +75,7 @@ class TuiApp(App[None]):
         self._graph_dirty = True
         self._finished: list[str] = []
         self._prompt_purpose = ""
+        self._status_note = ""  # e.g. while the daemon is away
         self._selected: str | None = None
         self._keymap_problems: list[str] = []
         if keymap is None:
@@ -123,10 +128,14 @@ class TuiApp(App[None]):
 
     async def on_unmount(self) -> None:
         # An engine the app made is the app's to stop, with its store (whose thread would
-        # otherwise keep the process alive).
-        if self._engine_factory is not None and self.engine is not None:
+        # otherwise keep the process alive); a daemon's is only detached from.
+        if self._engine_factory is None or self.engine is None:
+            return
+        if isinstance(self.engine, Engine):
             await self.engine.stop()
             await self.engine.store.close()
+        else:
+            await self.engine.aclose()
 
     # The log view pages lines through the app, so it works before the engine is set.
     async def output_index(self, task_id: str) -> list[tuple[int, int]]:
@@ -160,31 +169,49 @@ class TuiApp(App[None]):
     @work(exclusive=True, group="events")
     async def _consume_events(self, since: Any) -> None:
         log = self._log
-        async for ev in self.engine.events(since):
-            if isinstance(ev, OutputBatch):
-                if self._selected is not None:
-                    mine = [ln for ln in ev.lines if ln.task_id == self._selected]
-                    if mine:
-                        log.append(mine)
-                continue
-            self._dirty.add(ev.task_id)
-            if ev.kind == "submitted":
-                self._graph_dirty = True
-            elif ev.kind in ("question", "answered"):
-                self._questions_dirty = True
-                if ev.kind == "question":
-                    await self._tell_question(ev.task_id, ev.data.get("kind", "question"))
-            elif ev.kind == "state" and ev.to_state in (State.COMPLETED, *UNSUCCESSFUL):
-                self._finished.append(ev.task_id)
-                self._graph_dirty = True
-            elif ev.kind == "state":
-                self._graph_dirty = True
+        try:
+            async for ev in self.engine.events(since):
+                await self._on_event(ev, log)
+        except DaemonStopped as e:
+            self.exit(message=f"tui: {e}; your tasks are stored — `tui` starts it again")
+
+    async def _on_event(self, ev: Event | Notice, log: LogView) -> None:
+        if isinstance(ev, Notice):
+            self._tell_notice(ev)
+            return
+        if isinstance(ev, OutputBatch):
+            if self._selected is not None:
+                mine = [ln for ln in ev.lines if ln.task_id == self._selected]
+                if mine:
+                    log.append(mine)
+            return
+        self._dirty.add(ev.task_id)
+        if ev.kind == "submitted":
+            self._graph_dirty = True
+        elif ev.kind in ("question", "answered"):
+            self._questions_dirty = True
+            if ev.kind == "question":
+                await self._tell_question(ev.task_id, ev.data.get("kind", "question"))
+        elif ev.kind == "state" and ev.to_state in (State.COMPLETED, *UNSUCCESSFUL):
+            self._finished.append(ev.task_id)
+            self._graph_dirty = True
+        elif ev.kind == "state":
+            self._graph_dirty = True
+
+    def _tell_notice(self, notice: Notice) -> None:
+        if notice.kind == "disconnected":
+            self._status_note = "lost the daemon — reconnecting…"
+            self.notify(notice.text, title="Daemon", severity="warning", timeout=6)
+        else:
+            self._status_note = ""
+            self.notify(notice.text, title="Daemon", timeout=4)
+        self._update_status()
 
     async def _apply_batch(self) -> None:
         """Apply what changed since the last tick: one refresh per tick, whatever the rate."""
         if self._dirty:
             ids, self._dirty = self._dirty, set()
-            records = [r for r in [await self.engine.get(i) for i in ids] if r is not None]
+            records = await self.engine.get_many(ids)
             self._list.upsert(records)
             if self._selected is None and records:
                 await self._show_selected()
@@ -229,6 +256,8 @@ class TuiApp(App[None]):
         ]
         if open_q:
             parts.append(f"? {open_q} waiting for you (a)")
+        if self._status_note:
+            parts.append(self._status_note)
         self._status.update("  ·  ".join(parts))
         self.sub_title = f"{open_q} question{'s' * (open_q != 1)}" if open_q else ""
 
@@ -256,7 +285,7 @@ class TuiApp(App[None]):
 
     async def _tell_finished(self) -> None:
         ids, self._finished = self._finished, []
-        records = [r for r in [await self.engine.get(i) for i in ids] if r is not None]
+        records = await self.engine.get_many(ids)
         failed = [r for r in records if r.state in UNSUCCESSFUL and r.settled]
         done = [r for r in records if r.state == State.COMPLETED]
         if failed:
@@ -272,7 +301,7 @@ class TuiApp(App[None]):
         if done:
             text = done[0].name if len(done) == 1 else f"{len(done)} tasks"
             self.notify(f"{text} completed", timeout=3)
-            if not self.engine.unsettled_ids():
+            if all(r.settled for r in self._list.records.values()):
                 self._desktop("tui", "all tasks finished")
 
     # -- selection ---------------------------------------------------------------------------

@@ -15,13 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import platformdirs
+from tui.store.paths import state_dir
 
 __all__ = [
     "UI_STATE_DEFAULTS",
     "load_ui_state",
     "save_ui_state",
-    "ui_state_dir",
     "ui_state_path",
 ]
 
@@ -32,13 +31,8 @@ UI_STATE_DEFAULTS: dict[str, Any] = {"theme": None}
 _FILE_NAME = "ui.json"
 
 
-def ui_state_dir() -> Path:
-    override = os.environ.get("TUI_STATE_DIR")
-    return Path(override).expanduser() if override else Path(platformdirs.user_state_dir("tui"))
-
-
 def ui_state_path() -> Path:
-    return ui_state_dir() / _FILE_NAME
+    return state_dir() / _FILE_NAME
 
 
 def _read() -> dict[str, Any]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 
 from tui.cli.common import open_store
-from tui.engine.client import connect
+from tui.engine.client import connected
 
 
 async def cmd_control(args: argparse.Namespace) -> int:
     async with open_store(args.db) as store:
         task_id = await store.resolve(args.task)
-        client = await connect(store)
-        reply = await getattr(client, args.command)(task_id)
+        async with connected(store) as client:
+            reply = await getattr(client, args.command)(task_id)
     print(reply)
     return 0

@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 from tui.cli.common import err, open_store
-from tui.engine.client import InboxClient, connect, live_engine_pid
-from tui.engine.scheduler import EngineError
+from tui.engine.client import connected
+from tui.engine.scheduler import Engine, EngineError
 from tui.model.duration import parse_duration
 from tui.store.db import Store, StoreError
 from tui.store.records import QuestionRecord
@@ -51,12 +51,10 @@ async def cmd_ask(args: argparse.Namespace) -> int:
     cancelled = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, cancelled.set)
-    async with open_store(db) as store:
-        pid = await live_engine_pid(store)
-        if pid is None:
+    async with open_store(db) as store, connected(store) as client:
+        if isinstance(client, Engine):
             err("no tui engine is running this task's database")
             return 2
-        client = InboxClient(store, pid)
         payload = question_payload(args.question, args.option or [], args.multi)
         question_id = await client.ask(task_id, int(run_id), "question", payload)
         deadline = time.monotonic() + timeout if timeout else None
@@ -168,19 +166,19 @@ def _label(item: dict[str, Any], value: str) -> str:
 async def cmd_answer(args: argparse.Namespace) -> int:
     async with open_store(args.db) as store:
         q = await _find_question(store, args.question)
-        client = await connect(store)
-        print(await client.answer(q.id, build_answer(q, args)))
+        async with connected(store) as client:
+            print(await client.answer(q.id, build_answer(q, args)))
     return 0
 
 
 async def cmd_review(args: argparse.Namespace) -> int:
     async with open_store(args.db) as store:
         task_id = await store.resolve(args.task)
-        client = await connect(store)
-        if args.command == "accept":
-            print(await client.accept(task_id))
-        else:
-            print(await client.reject(task_id, args.comment))
+        async with connected(store) as client:
+            if args.command == "accept":
+                print(await client.accept(task_id))
+            else:
+                print(await client.reject(task_id, args.comment))
     return 0
 
 

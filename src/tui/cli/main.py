@@ -33,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--fps", type=int, metavar="N", help="cap redraws per second (default 60, 20 over SSH)"
     )
     op.add_argument("--shell", default="bash", help="shell for shell tasks (default: bash)")
+    op.add_argument(
+        "--foreground",
+        action="store_true",
+        help="run the engine in the app's process, no daemon (tasks stop when the app quits;"
+        " also TUI_FOREGROUND=1)",
+    )
 
     run = sub.add_parser("run", parents=[db], help="run task files until every task is final")
     run.add_argument("files", nargs="*", metavar="FILE", help="YAML task files or directories")
@@ -64,16 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
-    from tui.cli import human
+    from tui.cli import daemon_cmd, human
 
     human.add_parsers(sub, db)
+    daemon_cmd.add_parsers(sub, db)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0].startswith("--db") or argv[0] in ("--no-mouse", "--fps"):
+    if not argv or argv[0].startswith("--db") or argv[0] in ("--no-mouse", "--fps", "--foreground"):
         argv.insert(0, "open")  # `tui` alone opens the app
     args = parser.parse_args(argv)
     _fast_child_watcher()
@@ -104,7 +111,7 @@ def _fast_child_watcher() -> None:
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    from tui.cli import control, human, inspect, open_app, run
+    from tui.cli import control, daemon_cmd, human, inspect, open_app, run
 
     handlers = {
         "open": open_app.cmd_open,
@@ -120,6 +127,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
         "answer": human.cmd_answer,
         "accept": human.cmd_review,
         "reject": human.cmd_review,
+        "daemon": daemon_cmd.cmd_daemon,
     }
     return await handlers[args.command](args)
 

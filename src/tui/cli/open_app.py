@@ -7,8 +7,11 @@ import os
 import sys
 
 from tui.cli.common import err, open_store
+from tui.daemon.lifecycle import attach, ensure, foreground_requested
 from tui.engine.client import live_engine_pid
 from tui.model.loader import load_task_files
+from tui.model.task import Task
+from tui.store.paths import default_db_path
 
 SSH_FPS = 20  # default frame cap over SSH (bench: 2.2x the bytes of tail -f, against 2.9x at 60)
 
@@ -18,23 +21,53 @@ async def cmd_open(args: argparse.Namespace) -> int:
     fps = args.fps or (SSH_FPS if os.environ.get("SSH_CONNECTION") else None)
     if fps:
         os.environ["TEXTUAL_FPS"] = str(fps)
+    if args.foreground or foreground_requested():
+        return await _open_here(args)
+    db = default_db_path(args.db)
+    async with open_store(args.db) as store:
+        pid = await live_engine_pid(store)
+        if pid is not None and await attach(db) is None:
+            err(
+                f"a `tui run` (pid {pid}) is scheduling {store.path} in the foreground; "
+                "watch it with `tui ls` / `tui logs -f`, or stop it and run `tui`"
+            )
+            return 1
+        tasks = _load(args, await store.all_ids())
+    remote = await ensure(db, concurrency=args.concurrency, shell=args.shell)
+    try:
+        if tasks:
+            await remote.submit(tasks)
+        from tui.app.tui_app import TuiApp
+
+        await TuiApp(remote).run_async(mouse=not args.no_mouse)
+    finally:
+        await remote.aclose()
+    return 0
+
+
+async def _open_here(args: argparse.Namespace) -> int:
+    """--foreground: the engine runs in the app's process and stops when the app quits."""
     async with open_store(args.db) as store:
         pid = await live_engine_pid(store)
         if pid is not None:
             err(
-                f"a `tui run` (pid {pid}) is scheduling {store.path}; watch it with "
-                "`tui ls` / `tui logs -f` until the daemon lets the app attach to it"
+                f"another tui engine (pid {pid}) is scheduling {store.path}; "
+                "open the app without --foreground to attach to it"
             )
             return 1
-        tasks = []
-        if args.files:
-            result = load_task_files(args.files, known_ids=await store.all_ids())
-            for w in result.warnings:
-                print(f"warning: {w}", file=sys.stderr)
-            tasks = result.tasks
+        tasks = _load(args, await store.all_ids())
         from tui.app.run_app import run_app
 
         await run_app(
             store, tasks, concurrency=args.concurrency, mouse=not args.no_mouse, shell=args.shell
         )
     return 0
+
+
+def _load(args: argparse.Namespace, known: set[str]) -> list[Task]:
+    if not args.files:
+        return []
+    result = load_task_files(args.files, known_ids=known)
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return result.tasks

@@ -10,8 +10,10 @@ import sys
 from collections.abc import Sequence
 
 from tui.cli.common import err, open_store, print_transition
+from tui.daemon.lifecycle import attach
+from tui.daemon.remote import RemoteEngine
 from tui.engine.client import InboxClient, live_engine_pid
-from tui.engine.events import Cursor, OutputBatch
+from tui.engine.events import Cursor, Notice, OutputBatch
 from tui.engine.scheduler import Engine
 from tui.model.issues import Issue
 from tui.model.loader import load_task_files
@@ -50,6 +52,12 @@ async def cmd_run(args: argparse.Namespace) -> int:
                     "`tui run` and no file, or `tui retry ID`)"
                 )
                 return 1
+        remote = await attach(store.path)
+        if remote is not None:
+            try:
+                return await _run_via_daemon(remote, tasks, args.json)
+            finally:
+                await remote.aclose()
         pid = await live_engine_pid(store)
         if pid is not None:
             return await _run_via_engine(store, pid, tasks, args)
@@ -124,6 +132,54 @@ def _summary(records: Sequence[TaskRecord | None]) -> int:
     )
     ok = all(r is not None and r.state == State.COMPLETED for r in records)
     return 0 if ok else 1
+
+
+async def _run_via_daemon(remote: RemoteEngine, tasks: list[Task], as_json: bool) -> int:
+    """The daemon schedules this database: hand it the tasks and follow them to the end.
+    Ctrl-C only stops watching; the daemon keeps running them."""
+    since = remote.cursor
+    if tasks:
+        scope = set(await remote.submit(tasks))
+        err(f"submitted {len(scope)} task(s) to the tui daemon (pid {remote.pid})")
+    else:
+        scope = {r.id for r in await remote.list_tasks() if not r.settled}
+    records = await remote.get_many(scope)
+    if not scope or all(r.settled for r in records):
+        print("nothing to run: every stored task is final", file=sys.stderr)
+        return 0
+    names = {r.id: r.name for r in records}
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    follow = asyncio.create_task(_follow(remote, since, scope, names, as_json))
+    stopped = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({follow, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        stopped.cancel()
+        follow.cancel()
+    if not follow.done() or follow.cancelled():
+        err("stopped watching; the daemon keeps running the tasks (`tui` or `tui ls` shows them)")
+        return 130
+    return _summary(follow.result())
+
+
+async def _follow(
+    remote: RemoteEngine, since: Cursor, scope: set[str], names: dict[str, str], as_json: bool
+) -> list[TaskRecord]:
+    """Print the scope's transitions until every task in it is settled."""
+    async for ev in remote.events(since):
+        if isinstance(ev, Notice):
+            err(ev.text)
+            continue
+        if isinstance(ev, OutputBatch) or ev.to_state is None or ev.task_id not in scope:
+            continue
+        print_transition(ev, names[ev.task_id], as_json)
+        records = await remote.get_many(scope)
+        if all(r.settled for r in records):
+            return records
+    return []
 
 
 async def _run_via_engine(

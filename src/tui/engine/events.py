@@ -4,6 +4,7 @@ commit-ordered id; a Cursor holds both so a viewer can resume with no gap and no
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
@@ -54,3 +55,26 @@ class OutputBatch:
 
 # Journal kinds: submitted, state, run_ended, question, answered.
 Event = EventRecord | OutputBatch
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Not an event but news about the stream itself, for a remote viewer to show: it fell
+    behind (``lagged``), lost the daemon (``disconnected``), or caught up again."""
+
+    kind: str  # lagged | disconnected | reconnected
+    text: str
+
+
+def advance(cursor: Cursor, item: Event) -> Cursor:
+    """The cursor just past ``item``."""
+    if isinstance(item, OutputBatch):
+        return cursor._replace(output_id=item.last_id)
+    return cursor._replace(event_id=item.id)
+
+
+def newer(item: Event, cursor: Cursor) -> Event | None:
+    """The part of ``item`` after ``cursor`` (None if it was all seen)."""
+    if isinstance(item, OutputBatch):
+        return item.after(cursor.output_id)
+    return item if item.id > cursor.event_id else None

@@ -25,7 +25,7 @@ from typing import Any
 
 from tui.agents.base import Adapter, AdapterError, RunResult
 from tui.engine.clock import Clock, RealClock
-from tui.engine.events import Cursor, Event, OutputBatch
+from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
 from tui.engine.procs import ProcIdentity, kill_orphan_group, proc_start_time, terminate_group
 from tui.engine.retry import retry_delay
 from tui.model.duration import format_duration
@@ -107,18 +107,6 @@ class _Subscriber:
 
 def _weight(item: Event) -> int:
     return len(item.rows) if isinstance(item, OutputBatch) else 1
-
-
-def _newer(item: Event, cursor: Cursor) -> Event | None:
-    if isinstance(item, OutputBatch):
-        return item.after(cursor.output_id)
-    return item if item.id > cursor.event_id else None
-
-
-def _advance(cursor: Cursor, item: Event) -> Cursor:
-    if isinstance(item, OutputBatch):
-        return cursor._replace(output_id=item.last_id)
-    return cursor._replace(event_id=item.id)
 
 
 class _Ctx:
@@ -541,6 +529,10 @@ class Engine:
                 waiter.set_result(None)
         run.open_questions.clear()
 
+    async def get_many(self, task_ids: Iterable[str]) -> list[TaskRecord]:
+        """The known tasks among ``task_ids`` (one call, so a remote viewer pays one trip)."""
+        return [r for r in (self._tasks.get(i) for i in task_ids) if r is not None]
+
     async def get(self, task_id: str) -> TaskRecord | None:
         return self._tasks.get(task_id)
 
@@ -578,12 +570,15 @@ class Engine:
 
     # -- the event stream ------------------------------------------------------------------
 
-    async def events(self, since: Cursor | None = None) -> AsyncIterator[Event]:
+    async def events(
+        self, since: Cursor | None = None, on_lag: Callable[[], None] | None = None
+    ) -> AsyncIterator[Event]:
         """Everything after ``since`` (None = from now), stored first, then live.
 
         A viewer that falls more than SUBSCRIBER_BACKLOG items behind is not allowed to hold
         memory: its queue is dropped and it reads what it missed back from the store (every
         item is stored before it is published), so it still sees no gap and no duplicate.
+        ``on_lag`` is called when that happens, so a remote viewer can be told.
         """
         sub = _Subscriber()
         self._subscribers.add(sub)
@@ -591,16 +586,18 @@ class Engine:
             last = since if since is not None else self._published
             while True:
                 async for item in self._stored_after(last):
-                    last = _advance(last, item)
+                    last = advance(last, item)
                     yield item
                 while not sub.lagging:
                     item = await sub.queue.get()
                     sub.taken(item)
-                    fresh = _newer(item, last)
+                    fresh = newer(item, last)
                     if fresh is not None:
-                        last = _advance(last, fresh)
+                        last = advance(last, fresh)
                         yield fresh
                 sub.catch_up()
+                if on_lag is not None:
+                    on_lag()
         finally:
             self._subscribers.discard(sub)
 

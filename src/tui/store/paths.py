@@ -1,4 +1,5 @@
-"""Where the database lives: --db, then $TUI_DB, then the user data dir."""
+"""Where our files live: the database (--db, then $TUI_DB, then the user data dir) and the
+state dir (remembered UI choices, daemon logs; $TUI_STATE_DIR overrides it)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,8 @@ def default_db_path(explicit: str | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return Path(platformdirs.user_data_dir("tui")) / "tui.db"
+
+
+def state_dir() -> Path:
+    override = os.environ.get("TUI_STATE_DIR")
+    return Path(override).expanduser() if override else Path(platformdirs.user_state_dir("tui"))

@@ -1,0 +1,96 @@
+"""`tui daemon start|stop|status`: the scheduler daemon that keeps runs going without the app."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from tui.cli.common import err
+from tui.store.paths import default_db_path
+
+
+def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
+    d = sub.add_parser("daemon", help="start, stop or inspect the scheduler daemon")
+    dsub = d.add_subparsers(dest="daemon_command", metavar="ACTION", required=True)
+    start = dsub.add_parser("start", parents=[db], help="start it in the background")
+    start.add_argument(
+        "--foreground", action="store_true", help="run it here (for systemd or a debugger)"
+    )
+    start.add_argument("--concurrency", type=int, default=4, metavar="N")
+    start.add_argument("--shell", default="bash", help="shell for shell tasks (default: bash)")
+    dsub.add_parser("stop", parents=[db], help="stop it (running tasks are resumed next start)")
+    status = dsub.add_parser("status", parents=[db], help="pid, socket, uptime, running tasks")
+    status.add_argument("--json", action="store_true")
+
+
+async def cmd_daemon(args: argparse.Namespace) -> int:
+    from tui.daemon import lifecycle
+    from tui.daemon.paths import daemon_paths
+
+    db = default_db_path(args.db)
+    if args.daemon_command == "start":
+        if args.foreground:
+            from tui.daemon.service import DaemonRunning, serve
+
+            try:
+                return await serve(daemon_paths(db), concurrency=args.concurrency, shell=args.shell)
+            except DaemonRunning as e:
+                err(str(e))
+                return 1
+        running = await lifecycle.attach(db)
+        if running is not None:
+            await running.aclose()
+            print(f"tui daemon already running (pid {running.pid})")
+            return 0
+        remote = await lifecycle.ensure(db, concurrency=args.concurrency, shell=args.shell)
+        await remote.aclose()
+        print(f"tui daemon started (pid {remote.pid}, socket {remote.paths.socket})")
+        return 0
+    if args.daemon_command == "stop":
+        pid = await lifecycle.stop(db)
+        if pid is None:
+            print("no tui daemon running")
+        else:
+            print(f"tui daemon (pid {pid}) stopped")
+        return 0
+    remote = await lifecycle.attach(db)
+    if remote is None:
+        if args.json:
+            print(json.dumps({"running": False, "db": str(db)}))
+        else:
+            print(f"no tui daemon running for {db}")
+        return 3  # like `systemctl status`: not running
+    try:
+        status = await remote.status()
+    finally:
+        await remote.aclose()
+    if args.json:
+        print(json.dumps({"running": True, **status}))
+        return 0
+    print(_human(status))
+    return 0
+
+
+def _human(s: dict[str, Any]) -> str:
+    running = s["running_tasks"]
+    names = ", ".join(r["name"] for r in running[:5]) + (" …" if len(running) > 5 else "")
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s["started_at"]))
+    return "\n".join(
+        [
+            f"tui daemon: running (pid {s['pid']}), up {_duration(s['uptime'])} since {started}",
+            f"  database: {s['db']}",
+            f"  socket:   {s['socket']}",
+            f"  log:      {s['log']}",
+            f"  tasks:    {s['tasks']}, {len(running)} running" + (f": {names}" if names else ""),
+            f"  viewers:  {s['viewers']}",
+        ]
+    )
+
+
+def _duration(seconds: float) -> str:
+    s = int(seconds)
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s" if m else f"{sec}s"

@@ -1,0 +1,104 @@
+"""The daemon's wire protocol: one JSON object per line over a Unix socket.
+
+The server speaks first with ``hello`` (protocol version, pid, cursor). A client then sends
+requests ``{"id", "op", "args"}`` and gets ``reply`` objects with the same id. A connection that
+sends ``subscribe`` becomes a one-way event stream: ``ev`` (a journal event, numbered by its
+journal id), ``out`` (output lines, numbered by their output ids), ``lag`` (the viewer fell
+behind and is being caught up from the database) and ``bye`` (the daemon is stopping).
+Sequence numbers are the store's own ids, so a viewer resumes from its ``Cursor`` with no gap
+and no duplicate, across reconnects and daemon restarts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from tui.engine.events import Cursor, OutputBatch
+from tui.model.states import State
+from tui.model.task import Task
+from tui.store.records import EventRecord, OutputLine, QuestionRecord, TaskRecord
+
+PROTOCOL = 1
+# One message per line. Replies (every task at attach) can be large; an event stream's
+# messages are kept small, and its reader's limit is small too, because a stream reader
+# buffers up to twice its limit before it pushes back on the daemon.
+REQUEST_LINE_LIMIT = 256 * 1024 * 1024
+STREAM_LINE_LIMIT = 1024 * 1024
+OUT_BYTES = 256 * 1024  # output text per ``out`` message (a line is at most 16k chars)
+
+
+def encode(msg: dict[str, Any]) -> bytes:
+    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    msg = json.loads(line)
+    if not isinstance(msg, dict):
+        raise ValueError("a message must be a JSON object")
+    return msg
+
+
+# -- records ----------------------------------------------------------------------------------
+
+
+def task_to_wire(rec: TaskRecord) -> dict[str, Any]:
+    d = {f.name: getattr(rec, f.name) for f in dataclasses.fields(rec)}
+    d["task"] = rec.task.model_dump(mode="json")
+    d["state"] = rec.state.value
+    return d
+
+
+def task_from_wire(d: dict[str, Any]) -> TaskRecord:
+    return TaskRecord(**{**d, "task": Task.model_validate(d["task"]), "state": State(d["state"])})
+
+
+def question_to_wire(q: QuestionRecord) -> dict[str, Any]:
+    return dataclasses.asdict(q)
+
+
+def question_from_wire(d: dict[str, Any]) -> QuestionRecord:
+    return QuestionRecord(**d)
+
+
+def line_to_wire(ln: OutputLine) -> list[Any]:
+    return [ln.id, ln.task_id, ln.run_id, ln.stream, ln.seq, ln.at, ln.text]
+
+
+def line_from_wire(row: list[Any]) -> OutputLine:
+    return OutputLine(*row)
+
+
+# -- the event stream --------------------------------------------------------------------------
+
+
+def event_messages(item: EventRecord | OutputBatch) -> list[dict[str, Any]]:
+    if not isinstance(item, OutputBatch):
+        return [{"t": "ev", "ev": dataclasses.asdict(item)}]
+    msgs: list[dict[str, Any]] = []
+    rows: list[list[Any]] = []
+    size = 0
+    for i, row in enumerate(item.rows):
+        rows.append(list(row))
+        size += len(row[-1]) + 64
+        if size >= OUT_BYTES:
+            msgs.append({"t": "out", "first": item.first_id + i + 1 - len(rows), "rows": rows})
+            rows, size = [], 0
+    if rows:
+        msgs.append({"t": "out", "first": item.last_id + 1 - len(rows), "rows": rows})
+    return msgs
+
+
+def event_from_wire(msg: dict[str, Any]) -> EventRecord | OutputBatch:
+    if msg["t"] == "out":
+        return OutputBatch(msg["first"], [tuple(r) for r in msg["rows"]])
+    return EventRecord(**msg["ev"])
+
+
+def cursor_to_wire(c: Cursor) -> list[int]:
+    return [c.event_id, c.output_id]
+
+
+def cursor_from_wire(v: Any) -> Cursor:
+    return Cursor(int(v[0]), int(v[1]))

@@ -1,0 +1,86 @@
+"""The daemon process itself: `tui daemon start --foreground` (what the background start and a
+systemd unit run). It holds an exclusive lock for its database, owns the engine, serves the
+socket, writes its own log, and on SIGTERM stops the engine the way `tui run` does."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+from tui.daemon.paths import DaemonPaths
+from tui.daemon.redact import RedactingFormatter
+
+log = logging.getLogger("tui.daemon")
+
+
+class DaemonRunning(Exception):
+    """Another daemon already serves this database."""
+
+
+@contextlib.contextmanager
+def daemon_lock(paths: DaemonPaths) -> Iterator[None]:
+    """Held for the daemon's life; the kernel drops it if the daemon is killed, so a crashed
+    daemon never blocks the next one and two racing starts cannot both win."""
+    lock_path = paths.socket.with_suffix(".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise DaemonRunning(
+                f"a tui daemon (pid {other}) already serves {paths.db}; "
+                "`tui daemon status` shows it"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def setup_logging(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    handler = logging.StreamHandler(os.fdopen(fd, "a", buffering=1))
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
+async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
+    """Run the daemon until SIGTERM/SIGINT or a `shutdown` request. Returns an exit code."""
+    from tui.daemon.server import DaemonServer
+    from tui.engine.scheduler import Engine
+    from tui.store.db import Store
+
+    with daemon_lock(paths):
+        setup_logging(paths.log)
+        log.info("starting (pid %d) for %s", os.getpid(), paths.db)
+        store = await Store.open(paths.db)
+        stop = asyncio.Event()
+        engine = Engine(store, concurrency=concurrency, shell=shell)
+        server = DaemonServer(engine, paths, stop.set)
+        loop = asyncio.get_running_loop()
+        try:
+            await engine.start()  # recovers what a crashed daemon left behind
+            await server.start()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            # Detached from any terminal: a hang-up is not a reason to stop the agents.
+            loop.add_signal_handler(signal.SIGHUP, lambda: None)
+            await stop.wait()
+            log.info("stopping")
+            await server.close("the daemon was stopped")
+        finally:
+            await engine.stop()
+            await store.close()
+            log.info("stopped")
+    return 0

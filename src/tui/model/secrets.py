@@ -1,0 +1,34 @@
+"""Known secret shapes (API keys, tokens) and how to hide them in text we log or show."""
+
+from __future__ import annotations
+
+import re
+
+# Provider key formats, then any NAME=value whose name says it is a secret.
+_PATTERNS = [
+    re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"),  # Anthropic
+    re.compile(r"sk-(?:proj-)?[A-Za-z0-9_\-]{16,}"),  # OpenAI
+    re.compile(r"AIza[0-9A-Za-z_\-]{30,}"),  # Google
+    re.compile(r"gh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub
+    re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}"),  # Slack
+]
+_NAMED = re.compile(
+    r"(?i)\b([A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*)(\s*[=:]\s*)(\S+)"
+)
+MASK = "***"
+
+
+def is_secret_name(name: str) -> bool:
+    """An environment variable whose value must never be shown (ANTHROPIC_API_KEY, ...)."""
+    return bool(_NAMED.match(f"{name}=x"))
+
+
+def redact(text: str) -> str:
+    text = _NAMED.sub(lambda m: f"{m[1]}{m[2]}{MASK}", text)
+    for p in _PATTERNS:
+        text = p.sub(MASK, text)
+    return text
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: (MASK if is_secret_name(k) else redact(v)) for k, v in env.items()}

@@ -1,0 +1,80 @@
+"""`tui daemon start|status|stop` and the commands that go through a running daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+from cli_support import Tui, shell_task, wait_until, write_tasks
+
+
+def status(tui: Tui) -> dict:
+    res = tui("daemon", "status", "--json")
+    assert res.returncode in (0, 3), str(res)
+    return json.loads(res.stdout)
+
+
+def test_start_status_stop(tui: Tui) -> None:
+    assert status(tui) == {"running": False, "db": str(tui.db)}
+    assert tui("daemon", "status").returncode == 3
+
+    res = tui("daemon", "start")
+    assert res.returncode == 0 and "started" in res.stdout, str(res)
+    s = status(tui)
+    assert s["running"] and s["db"] == str(tui.db.resolve())
+    assert s["uptime"] >= 0 and s["running_tasks"] == [] and s["protocol"] == 1
+    os.kill(s["pid"], 0)  # alive, and not a child of this test: detached
+
+    # Owner-only socket in an owner-only dir; a log file of its own.
+    sock = Path(s["socket"])
+    assert stat.S_ISSOCK(sock.stat().st_mode) and stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+    log = Path(s["log"])
+    assert "starting" in log.read_text() and stat.S_IMODE(log.stat().st_mode) == 0o600
+
+    again = tui("daemon", "start")
+    assert again.returncode == 0 and f"already running (pid {s['pid']})" in again.stdout
+
+    human = tui("daemon", "status").stdout
+    assert f"pid {s['pid']}" in human and str(sock) in human
+
+    stopped = tui("daemon", "stop")
+    assert stopped.returncode == 0 and f"(pid {s['pid']}) stopped" in stopped.stdout
+    assert not sock.exists()
+    assert status(tui)["running"] is False
+    assert "no tui daemon running" in tui("daemon", "stop").stdout
+
+
+def test_commands_go_through_the_daemon_and_runs_outlive_them(tui: Tui) -> None:
+    assert tui("daemon", "start").returncode == 0
+    pid = status(tui)["pid"]
+    gate = tui.dir / "go"
+    script = f"echo started; until [ -e {gate} ]; do sleep 0.05; done; echo finished"
+    f = write_tasks(
+        tui.dir / "t.yaml", [shell_task("held", script), shell_task("quick", "echo hi")]
+    )
+
+    # `tui run` hands the tasks to the daemon; Ctrl-C-free here: it follows until settled.
+    run = tui.popen("run", str(f))
+    wait_until(lambda: tui.state_of("held") == "RUNNING", "held to run", proc=run)
+    assert [t["name"] for t in status(tui)["running_tasks"]] == ["held"]
+    gate.touch()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert f"submitted 2 task(s) to the tui daemon (pid {pid})" in err
+    assert "→ COMPLETED" in out
+
+    # The run belongs to the daemon: a task started by a `tui run` that was killed goes on.
+    gate.unlink()
+    f2 = write_tasks(tui.dir / "t2.yaml", [shell_task("held2", script)])
+    run2 = tui.popen("run", str(f2))
+    wait_until(lambda: tui.state_of("held2") == "RUNNING", "held2 to run", proc=run2)
+    run2.kill()
+    run2.communicate(timeout=10)
+    assert tui.state_of("held2") == "RUNNING"
+    res = tui("cancel", "held2")  # through the daemon's socket
+    assert res.returncode == 0, str(res)
+    wait_until(lambda: tui.state_of("held2") == "CANCELLED", "the cancel")
+    assert status(tui)["pid"] == pid  # the same daemon all along
