@@ -40,9 +40,12 @@ async def _open(
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, dict]:
     try:
         reader, writer = await asyncio.open_unix_connection(str(paths.socket), limit=limit)
-    except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError) as e:
+    except (FileNotFoundError, ConnectionError) as e:
         raise DaemonUnavailable(f"no tui daemon for {paths.db}") from e
-    line = await reader.readline()
+    try:
+        line = await reader.readline()
+    except ConnectionError:  # a daemon dying (or a stale socket) as we connect
+        line = b""
     if not line:
         writer.close()
         raise DaemonUnavailable(f"the tui daemon for {paths.db} closed the connection")

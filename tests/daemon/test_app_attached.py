@@ -1,0 +1,85 @@
+"""The app attached to a daemon, as a person uses it: it shows what the daemon runs, commands
+reach the daemon, a second viewer sees the same, and quitting leaves the run going."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.app.app_support import until, visible_text
+from tests.conftest import shell_task
+
+from tui.app.tui_app import TuiApp
+from tui.app.widgets.log_view import LogView
+from tui.app.widgets.task_list import TaskList
+from tui.daemon.lifecycle import attach
+from tui.daemon.remote import RemoteEngine
+from tui.model.states import State
+
+SIZE = (120, 40)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
+
+
+def attached_app(db: Path) -> TuiApp:
+    async def connect() -> RemoteEngine:
+        remote = await attach(db)
+        assert remote is not None
+        return remote
+
+    return TuiApp(connect, osc="off", remember_theme=False, toasts=False)
+
+
+async def test_quitting_the_app_leaves_the_run_going(
+    viewer: RemoteEngine, db: Path, tmp_path: Path
+) -> None:
+    gate = tmp_path / "go"
+    script = f"echo working; until [ -e {gate} ]; do sleep 0.05; done; echo done"
+    [tid] = await viewer.submit([shell_task("long", script)])
+
+    app = attached_app(db)
+    async with app.run_test(size=SIZE) as pilot:
+        tasks = app.query_one(TaskList)
+        await until(pilot, lambda: tid in tasks.records, "the daemon's task in the list")
+        await until(pilot, lambda: tasks.records[tid].state == State.RUNNING, "the task to run")
+        log = app.query_one(LogView)
+        await until(pilot, lambda: "working" in visible_text(log), "its live output")
+        await pilot.press("q")
+
+    # The app is gone; the daemon and the task are not.
+    [rec] = await viewer.get_many([tid])
+    assert rec.state == State.RUNNING
+    gate.touch()
+
+    # Open it again: the full history, and the run finishing live.
+    app = attached_app(db)
+    async with app.run_test(size=SIZE) as pilot:
+        tasks = app.query_one(TaskList)
+        await until(pilot, lambda: tid in tasks.records, "the task after reattaching")
+        await until(
+            pilot, lambda: tasks.records[tid].state == State.COMPLETED, "the task to finish"
+        )
+        log = app.query_one(LogView)
+        await until(pilot, lambda: "done" in visible_text(log), "the output of both halves")
+        assert "working" in visible_text(log)
+
+
+async def test_a_cancel_in_the_app_reaches_the_daemon(viewer: RemoteEngine, db: Path) -> None:
+    [tid] = await viewer.submit([shell_task("sleeper", "sleep 300")])
+    app = attached_app(db)
+    async with app.run_test(size=SIZE) as pilot:
+        tasks = app.query_one(TaskList)
+        await until(
+            pilot,
+            lambda: tid in tasks.records and tasks.records[tid].state == State.RUNNING,
+            "the task to run",
+        )
+        await pilot.press("c")
+        await until(
+            pilot, lambda: tasks.records[tid].state == State.CANCELLED, "the list to show it"
+        )
+    [rec] = await viewer.get_many([tid])  # another viewer agrees
+    assert rec.state == State.CANCELLED
