@@ -97,3 +97,40 @@ def test_answer_a_question_in_the_real_app(tmux: Tmux, tmp_path: Path) -> None:
 
     tmux("send-keys", "-t", "tui", "q")
     wait(lambda: not tmux.alive(), "the app to quit")
+
+
+def test_the_ssh_link_drops_and_the_run_goes_on(tmux: Tmux, tmp_path: Path) -> None:
+    """Kill the terminal the app runs in (what a dropped SSH link does), then open `tui`
+    again: the task kept running in the daemon and the app shows it finish."""
+    db = tmp_path / "tui.db"
+    gate = tmp_path / "go"
+    tasks = tmp_path / "long.yaml"
+    tasks.write_text(
+        "name: long-build\nagent:\n  type: shell\n  instructions: |\n"
+        f"    echo first half; until [ -e {gate} ]; do sleep 0.05; done; echo second half\n"
+    )
+    env = (
+        f"TUI_STATE_DIR={tmp_path / 'state'} TUI_CONFIG_DIR={tmp_path / 'config'} "
+        f"XDG_RUNTIME_DIR={os.environ['XDG_RUNTIME_DIR']} TUI_NOTIFY=off PATH={os.environ['PATH']}"
+    )
+    command = f"cd {tmp_path} && env {env} {TUI} open {tasks} --db {db}"
+    tmux("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", command)
+    wait(lambda: "▶ running" in tmux.screen(), "the task to run")
+    tmux("kill-session", "-t", "tui")  # the terminal goes away under the app (SIGHUP)
+    wait(lambda: not tmux.alive(), "the terminal to close")
+
+    state = "SELECT state FROM tasks WHERE name = 'long-build'"
+    assert db_rows(db, state) == [("RUNNING",)]
+    status = subprocess.run(
+        [str(TUI), "daemon", "status", "--db", str(db)], capture_output=True, text=True, timeout=30
+    )
+    assert "long-build" in status.stdout, status.stdout + status.stderr
+
+    tmux("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", command.replace(str(tasks), ""))
+    wait(lambda: "long-build" in tmux.screen(), "the task after reopening")
+    assert "first half" in tmux.screen()
+    gate.touch()
+    wait(lambda: "✓ done" in tmux.screen(), "the list to show it done")
+    wait(lambda: "second half" in tmux.screen(), "the rest of its output")
+    tmux("send-keys", "-t", "tui", "q")
+    wait(lambda: not tmux.alive(), "the app to quit")
