@@ -3,16 +3,19 @@ reach the daemon, a second viewer sees the same, and quitting leaves the run goi
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
 from tests.app.app_support import until, visible_text
 from tests.conftest import shell_task
+from textual.widgets import Static
 
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.task_list import TaskList
-from tui.daemon.lifecycle import attach
+from tui.daemon.lifecycle import attach, stop
 from tui.daemon.remote import RemoteEngine
 from tui.model.states import State
 
@@ -83,3 +86,41 @@ async def test_a_cancel_in_the_app_reaches_the_daemon(viewer: RemoteEngine, db: 
         )
     [rec] = await viewer.get_many([tid])  # another viewer agrees
     assert rec.state == State.CANCELLED
+
+
+async def test_the_app_outlives_a_daemon_crash(viewer: RemoteEngine, db: Path) -> None:
+    """kill -9 of the daemon under the app: it says so, starts a new daemon, and goes on
+    showing the (recovered) run without the person doing anything."""
+    [tid] = await viewer.submit([shell_task("sleeper", "sleep 300")])
+    app = attached_app(db)
+    async with app.run_test(size=SIZE) as pilot:
+        tasks = app.query_one(TaskList)
+        await until(
+            pilot,
+            lambda: tid in tasks.records and tasks.records[tid].state == State.RUNNING,
+            "the task to run",
+        )
+        old = viewer.pid
+        os.kill(old, signal.SIGKILL)
+        status = app.query_one("#status", Static)
+        await until(pilot, lambda: "lost the daemon" in str(status.render()), "the notice", 1000)
+        # A new daemon recovers the interrupted attempt and retries it (max_attempts 1: FAILED).
+        await until(
+            pilot, lambda: tasks.records[tid].state != State.RUNNING, "the recovered state", 1000
+        )
+        await until(pilot, lambda: "lost the daemon" not in str(status.render()), "reconnected")
+        again = await attach(db)
+        assert again is not None and again.pid != old
+        await again.aclose()
+    assert tasks.records[tid].reason == "interrupted"
+
+
+async def test_daemon_stop_ends_the_app_with_a_message(
+    viewer: RemoteEngine, db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = attached_app(db)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.query_one(TaskList) is not None, "the app")
+        await stop(db)
+        await until(pilot, lambda: app.return_code is not None, "the app to end")
+    assert "the daemon was stopped" in capsys.readouterr().err

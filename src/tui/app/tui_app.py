@@ -211,7 +211,11 @@ class TuiApp(App[None]):
         """Apply what changed since the last tick: one refresh per tick, whatever the rate."""
         if self._dirty:
             ids, self._dirty = self._dirty, set()
-            records = await self.engine.get_many(ids)
+            try:
+                records = await self.engine.get_many(ids)
+            except EngineError:  # the daemon is away; the stream says so, try next tick
+                self._dirty |= ids
+                return
             self._list.upsert(records)
             if self._selected is None and records:
                 await self._show_selected()

@@ -25,6 +25,7 @@ from tui.model.task import Task
 from tui.store.records import OutputLine, QuestionRecord, TaskRecord
 
 RECONNECT_EVERY = 0.2  # seconds between attempts while the daemon is away
+RECONNECT_TIMEOUT = 15.0  # how long a query waits for a daemon to come back
 
 
 class DaemonUnavailable(EngineError):
@@ -118,23 +119,54 @@ class RemoteEngine(CommandClient):
             pass
         finally:
             self._writer = None
-            gone = DaemonUnavailable(f"lost the tui daemon for {self.paths.db}; try again")
+            gone = DaemonUnavailable(
+                f"lost the tui daemon for {self.paths.db}; the command may not have reached "
+                "it: check, then try again"
+            )
             for fut in self._pending.values():
                 if not fut.done():
                     fut.set_exception(gone)
             self._pending.clear()
 
     async def request(self, op: str, args: dict[str, Any] | None = None) -> Any:
-        async with self._connecting:
-            if self._writer is None:  # the daemon restarted since: attach again
+        """One request. A query that meets a dead daemon waits for the next one (a viewer
+        restarts it) and asks again; a command is never sent twice — it fails instead."""
+        query = op != "command"
+        for attempt in (1, 2):
+            async with self._connecting:
+                if self._writer is None:  # the daemon restarted since: attach again
+                    await self._reconnect()
+            try:
+                return await self._send(op, args or {})
+            except DaemonUnavailable:
+                if not query or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _reconnect(self) -> None:
+        deadline = asyncio.get_running_loop().time() + RECONNECT_TIMEOUT
+        while True:
+            try:
                 await self._connect()
+                return
+            except DaemonUnavailable:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(RECONNECT_EVERY)  # waiting for another process to listen
+
+    async def _send(self, op: str, args: dict[str, Any]) -> Any:
         writer = self._writer
-        assert writer is not None
+        if writer is None:
+            raise DaemonUnavailable(f"lost the tui daemon for {self.paths.db}")
         rid = next(self._ids)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
-        writer.write(wire.encode({"id": rid, "op": op, "args": args or {}}))
-        await writer.drain()
+        try:
+            writer.write(wire.encode({"id": rid, "op": op, "args": args}))
+            await writer.drain()
+        except ConnectionError as e:
+            self._pending.pop(rid, None)
+            raise DaemonUnavailable(f"lost the tui daemon for {self.paths.db}") from e
         reply = await fut
         if not reply["ok"]:
             raise EngineError(reply["error"])
