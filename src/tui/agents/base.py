@@ -49,6 +49,10 @@ class RunContext(Protocol):
     async def process_started(self, proc: asyncio.subprocess.Process, ident: ProcIdentity) -> None:
         """Report the agent's process group so the engine can time it out, cancel and recover."""
 
+    async def session_started(self, session_id: str) -> None:
+        """Report the agent's session id as soon as it is known (repeats are cheap), so a retry
+        after the engine itself died can still resume it."""
+
 
 class Adapter(Protocol):
     type: str

@@ -197,6 +197,7 @@ class _Conversation:
         if kind == "system" and msg.get("subtype") == "init":
             self.session_id = str(msg.get("session_id") or self.session_id)
             self.initialized = True
+            await self.ctx.session_started(self.session_id)
         elif kind == "assistant":
             for block in (msg.get("message") or {}).get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_use":

@@ -156,3 +156,4 @@ class _Run:
     async def take(self, lines: list[str]) -> None:
         for msg in await record_json_lines(self.ctx, lines, self.renderer.render):
             see(self.tally, msg)
+        await self.ctx.session_started(self.tally.thread_id)

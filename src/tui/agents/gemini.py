@@ -149,6 +149,7 @@ class _Run:
     async def take(self, lines: list[str]) -> None:
         for msg in await record_json_lines(self.ctx, lines, self.renderer.render, self.text_line):
             self.see(msg)
+        await self.ctx.session_started(self.session_id)
 
     def text_line(self, line: str) -> list[str]:
         return [*self.renderer.flush(), line]

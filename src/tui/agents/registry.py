@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 from tui.agents.base import Adapter
+from tui.agents.claude import ClaudeAdapter
+from tui.agents.codex import CodexAdapter
+from tui.agents.gemini import GeminiAdapter
 from tui.agents.shell import ShellAdapter
 
 
 def default_adapters() -> dict[str, Adapter]:
-    return {"shell": ShellAdapter()}
+    return {
+        "shell": ShellAdapter(),
+        "claude": ClaudeAdapter(),
+        "gemini": GeminiAdapter(),
+        "codex": CodexAdapter(),
+    }

@@ -135,6 +135,7 @@ class _Ctx:
         self.cost_so_far = rec.cost_usd
         self.previous_runs: list[RunRecord] = []
         self.late_answers: list[QuestionRecord] = []
+        self._session_id = ""
 
     async def output(self, stream: int, lines: list[str]) -> None:
         await self._engine._buffer_output(self._run, stream, lines)
@@ -152,6 +153,11 @@ class _Ctx:
             with contextlib.suppress(EngineError):
                 await self._engine.expire(question_id)
             raise
+
+    async def session_started(self, session_id: str) -> None:
+        if session_id and session_id != self._session_id:
+            self._session_id = session_id
+            await self._engine.store.set_run_session(self._run.run_id, session_id)
 
     async def process_started(self, proc: asyncio.subprocess.Process, ident: ProcIdentity) -> None:
         self._run.proc = proc

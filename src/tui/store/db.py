@@ -363,6 +363,12 @@ class Store:
             )
         )
 
+    async def set_run_session(self, run_id: int, session_id: str) -> None:
+        args = (session_id, run_id)
+        await self._call(
+            lambda t: t.db.execute("UPDATE runs SET session_id = ? WHERE id = ?", args)
+        )
+
     async def end_run(
         self,
         run_id: int,
@@ -385,7 +391,9 @@ class Store:
             task_id = row[0]
             t.db.execute(
                 "UPDATE runs SET ended_at = ?, outcome = ?, exit_code = ?, error = ?, cost_usd = ?,"
-                " tokens_in = ?, tokens_out = ?, session_id = ? WHERE id = ?",
+                " tokens_in = ?, tokens_out = ?,"
+                # A run closed without one (recovery) keeps the session it reported earlier.
+                " session_id = coalesce(nullif(?, ''), session_id) WHERE id = ?",
                 (
                     now,
                     outcome,

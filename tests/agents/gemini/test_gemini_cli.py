@@ -219,6 +219,9 @@ class _Ctx:
     async def process_started(self, proc: Any, ident: Any) -> None:
         pass
 
+    async def session_started(self, session_id: str) -> None:
+        pass
+
 
 async def test_a_session_the_cli_does_not_know_starts_afresh(
     adapter: GeminiAdapter, gemini: GeminiServer, project: Path
