@@ -64,9 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
-    from tui.cli import human
+    from tui.cli import human, web
 
     human.add_parsers(sub, db)
+    web.add_parsers(sub, db)
     return p
 
 
@@ -104,7 +105,7 @@ def _fast_child_watcher() -> None:
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    from tui.cli import control, human, inspect, open_app, run
+    from tui.cli import control, human, inspect, open_app, run, web
 
     handlers = {
         "open": open_app.cmd_open,
@@ -120,6 +121,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
         "answer": human.cmd_answer,
         "accept": human.cmd_review,
         "reject": human.cmd_review,
+        "web": web.cmd_web,
     }
     return await handlers[args.command](args)
 

@@ -1,0 +1,105 @@
+"""`tui web`: the app in browser tabs (textual-serve), each tab running `tui open`.
+
+Loopback needs no token; any other address does (generated unless --token/$TUI_WEB_TOKEN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import os
+import secrets
+import signal
+import socket
+import sys
+from typing import Any
+
+from tui.cli.common import err, open_store
+
+DEFAULT_PORT = 8000
+TOKEN_ENV = "TUI_WEB_TOKEN"
+SHUTDOWN_TIMEOUT = 5.0  # seconds open connections get when the server stops
+
+
+def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
+    web = sub.add_parser("web", parents=[db], help="serve the app to browser tabs")
+    web.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; any other needs a token)",
+    )
+    web.add_argument("--port", type=_port, default=DEFAULT_PORT, metavar="N")
+    web.add_argument(
+        "--token",
+        help=f"the token browsers must present (default: ${TOKEN_ENV}, else a random one "
+        "when the host is not loopback)",
+    )
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return port
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
+
+
+async def cmd_web(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from tui.cli.web_server import WebServer
+
+    # Taken out of the environment so tab apps and the tasks they run never see it.
+    token = args.token or os.environ.pop(TOKEN_ENV, None) or None
+    if token is None and not is_loopback(args.host):
+        token = secrets.token_urlsafe(24)
+    async with open_store(args.db) as store:  # a bad --db fails here, not in every tab
+        db = str(store.path.resolve())
+    argv = [sys.executable, "-m", "tui", "open", "--db", db]
+    server = WebServer(argv, token=token)
+    runner = web.AppRunner(await server._make_app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port, shutdown_timeout=SHUTDOWN_TIMEOUT)
+    try:
+        await site.start()
+    except OSError as e:
+        await runner.cleanup()
+        err(f"cannot listen on {args.host} port {args.port}: {e.strerror or e}")
+        return 1
+    try:
+        print(f"tui web: serving {db}\n  {_url(args.host, _bound_port(runner), token)}", flush=True)
+        print("  Ctrl+C stops the server and every tab's app.", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+    finally:
+        await server.close_tabs()
+        await runner.cleanup()
+    return 0
+
+
+def _bound_port(runner: Any) -> int:
+    return runner.addresses[0][1]  # --port 0 asks the system for a free one
+
+
+def _url(host: str, port: int, token: str | None) -> str:
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()  # any address of this machine; its name is a fair guess
+    if ":" in host:
+        host = f"[{host}]"
+    query = f"/?token={token}" if token else "/"
+    return f"http://{host}:{port}{query}"
