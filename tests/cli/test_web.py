@@ -153,10 +153,12 @@ async def test_other_hosts_need_the_token(web: Web) -> None:
 async def test_token_from_the_environment_is_used_and_kept_from_apps(web: Web) -> None:
     web.start("--host", "0.0.0.0", "--port", "0", env={"TUI_WEB_TOKEN": "s3cret-token"})
     assert web.token == "s3cret-token"
-    async with aiohttp.ClientSession() as http:
+    # As a browser does: the page sets a cookie (the jar must accept IP hosts), and the
+    # page's own websocket carries it with the page's origin.
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
         async with http.get(f"{web.base}/?token=s3cret-token") as res:
             assert res.status == 200
-        async with http.ws_connect(f"{web.base}/ws?token=s3cret-token") as ws:
+        async with http.ws_connect(f"{web.base}/ws", headers={"Origin": web.base}) as ws:
             await screen_text(ws, "NAME")
             [app] = web.apps()
             environ = Path(f"/proc/{app}/environ").read_bytes()

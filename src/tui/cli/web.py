@@ -29,11 +29,17 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1; any other needs a token)",
     )
-    web.add_argument("--port", type=_port, default=DEFAULT_PORT, metavar="N")
+    web.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        metavar="N",
+        help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
     web.add_argument(
         "--token",
-        help=f"the token browsers must present (default: ${TOKEN_ENV}, else a random one "
-        "when the host is not loopback)",
+        help=f"the token browsers must present (default: ${TOKEN_ENV}, which unlike this "
+        "option no other user sees in `ps`; else a random one when the host is not loopback)",
     )
 
 

@@ -138,7 +138,9 @@ class WebServer(Server):
         self.tabs.add(tab)
         try:
             await tab.start(width, height)
-            await self._process_messages(websocket, tab)
+            # A malformed message from the page ends its tab, not with a traceback.
+            with contextlib.suppress(ValueError, TypeError, KeyError, AssertionError):
+                await self._process_messages(websocket, tab)
         finally:
             self.tabs.discard(tab)
             await tab.close()
