@@ -68,7 +68,8 @@ async def cmd_web(args: argparse.Namespace) -> int:
     from tui.cli.web_server import WebServer
 
     # Taken out of the environment so tab apps and the tasks they run never see it.
-    token = args.token or os.environ.pop(TOKEN_ENV, None) or None
+    from_env = os.environ.pop(TOKEN_ENV, None)
+    token = args.token or from_env or None
     if token is None and not is_loopback(args.host):
         token = secrets.token_urlsafe(24)
     async with open_store(args.db) as store:  # a bad --db fails here, not in every tab

@@ -32,7 +32,9 @@ class AppTab(AppService):
         super().__init__(shlex.join(argv), **kwargs)
         self.argv = list(argv)
 
-    async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
+    async def _open_app_process(
+        self, width: int = 80, height: int = 24
+    ) -> asyncio.subprocess.Process:
         env = self._build_environment(width=width, height=height)
         proc, _ident = await spawn(self.argv, cwd=None, env=env, stdin=asyncio.subprocess.PIPE)
         assert proc.stdin is not None
@@ -101,9 +103,6 @@ class WebServer(Server):
 
     async def on_startup(self, app: web.Application) -> None:
         """Quiet: `tui web` prints its own address (the base class prints a banner)."""
-
-    async def on_shutdown(self, app: web.Application) -> None:
-        await self.close_tabs()
 
     async def close_tabs(self) -> None:
         await asyncio.gather(*(tab.close() for tab in list(self.tabs)))
