@@ -183,8 +183,9 @@ def test_port_in_use_and_bad_host_are_clear_errors(tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         for args, message in (
-            (["--port", str(port)], f"port {port}"),
-            (["--host", "no-such-host.invalid", "--port", "0"], "no-such-host.invalid"),
+            (["--port", str(port)], f"port {port} is in use"),
+            (["--host", "no-such-host.invalid", "--port", "0"], "--host no-such-host.invalid"),
+            (["--host", "192.0.2.1", "--port", "0"], "not an address of this machine"),
             (["--port", "70000"], "not a port number"),
         ):
             res = subprocess.run(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import ipaddress
 import os
 import secrets
@@ -83,7 +84,7 @@ async def cmd_web(args: argparse.Namespace) -> int:
         await site.start()
     except OSError as e:
         await runner.cleanup()
-        err(f"cannot listen on {args.host} port {args.port}: {e.strerror or e}")
+        err(_listen_error(args.host, args.port, e))
         return 1
     try:
         print(f"tui web: serving {db}\n  {_url(args.host, _bound_port(runner), token)}", flush=True)
@@ -97,6 +98,16 @@ async def cmd_web(args: argparse.Namespace) -> int:
         await server.close_tabs()
         await runner.cleanup()
     return 0
+
+
+def _listen_error(host: str, port: int, e: OSError) -> str:
+    if e.errno == errno.EADDRINUSE:
+        return f"port {port} is in use on {host}; pick another with --port (0: any free one)"
+    if isinstance(e, socket.gaierror) or e.errno == errno.EADDRNOTAVAIL:
+        why = e.strerror if isinstance(e, socket.gaierror) else "not an address of this machine"
+        return f"cannot listen on --host {host}: {why}"
+    reason = os.strerror(e.errno) if e.errno else str(e)
+    return f"cannot listen on {host} port {port}: {reason}"
 
 
 def _bound_port(runner: Any) -> int:
