@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pty
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -16,7 +18,7 @@ import aiohttp
 import pytest
 from cli_support import TUI, marker_processes, wait_until
 
-URL = re.compile(r"http://\S+:(\d+)/(?:\?token=(\S+))?")
+URL = re.compile(r"http://\S+:(\d+)/(?:\?token=([\w-]+))?")
 ESCAPES = re.compile(rb"\x1b(\[[0-9;?$]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-B]|.)")
 APP_TIMEOUT = 60.0  # seconds a tab's app may take to draw its first screen on a busy machine
 
@@ -29,18 +31,27 @@ class Web:
         self.db = tmp_path / "web.db"
         self.proc: subprocess.Popen[bytes] | None = None
         self.out = tmp_path / "web.out"
+        self.terminal: int | None = None  # pty master when the output goes to a terminal
+        self.seen = b""
 
-    def start(self, *args: str, env: dict[str, str] | None = None) -> None:
-        with self.out.open("wb") as out:
+    def start(self, *args: str, env: dict[str, str] | None = None, tty: bool = False) -> None:
+        """Start the server; with ``tty`` its output is a terminal (else a file)."""
+        if tty:
+            self.terminal, out = pty.openpty()
+        else:
+            out = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
             self.proc = subprocess.Popen(
                 [*TUI, "web", "--db", str(self.db), *args],
                 stdout=out,
-                stderr=subprocess.STDOUT,
+                stderr=out,
                 stdin=subprocess.DEVNULL,
                 cwd=self.tmp,
                 env={**os.environ, **(env or {})},
                 start_new_session=True,
             )
+        finally:
+            os.close(out)
         match = wait_until(self._url, "tui web prints its URL")
         self.port, self.token = int(match.group(1)), match.group(2)
         self.base = f"http://127.0.0.1:{self.port}"
@@ -53,7 +64,17 @@ class Web:
         return found
 
     def output(self) -> str:
-        return self.out.read_text(errors="replace")
+        if self.terminal is None:
+            return self.out.read_text(errors="replace")
+        while select.select([self.terminal], [], [], 0)[0]:
+            try:
+                chunk = os.read(self.terminal, 4096)
+            except OSError:  # EIO: the server closed the terminal
+                break
+            if not chunk:
+                break
+            self.seen += chunk
+        return self.seen.decode(errors="replace")
 
     def apps(self) -> list[int]:
         """Live app processes of this server: each has our database in its argv, as has the
@@ -72,6 +93,8 @@ class Web:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             with contextlib.suppress(Exception):
                 self.proc.wait(timeout=10)
+        if self.terminal is not None:
+            os.close(self.terminal)
         for pid in self.apps():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
@@ -133,8 +156,8 @@ async def test_stopping_the_server_stops_the_tab_apps(web: Web) -> None:
 
 
 async def test_other_hosts_need_the_token(web: Web) -> None:
-    web.start("--host", "0.0.0.0", "--port", "0")
-    assert web.token, web.output()  # generated and printed in the URL
+    web.start("--host", "0.0.0.0", "--port", "0", tty=True)
+    assert web.token, web.output()  # generated and printed in the URL, to the terminal only
     async with aiohttp.ClientSession() as http:
         for query in ("", "?token=wrong"):
             async with http.get(f"{web.base}/{query}") as res:
@@ -152,7 +175,7 @@ async def test_other_hosts_need_the_token(web: Web) -> None:
 
 async def test_token_from_the_environment_is_used_and_kept_from_apps(web: Web) -> None:
     web.start("--host", "0.0.0.0", "--port", "0", env={"TUI_WEB_TOKEN": "s3cret-token"})
-    assert web.token == "s3cret-token"
+    assert "s3cret-token" not in web.output()  # the output is a file here: never written to it
     # As a browser does: the page sets a cookie (the jar must accept IP hosts), and the
     # page's own websocket carries it with the page's origin.
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
@@ -184,9 +207,11 @@ def test_port_in_use_and_bad_host_are_clear_errors(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         for args, message in (
             (["--port", str(port)], f"port {port} is in use"),
-            (["--host", "no-such-host.invalid", "--port", "0"], "--host no-such-host.invalid"),
-            (["--host", "192.0.2.1", "--port", "0"], "not an address of this machine"),
+            (["--host", "no-such-host.invalid", "--token", "t"], "--host no-such-host.invalid"),
+            (["--host", "192.0.2.1", "--token", "t"], "not an address of this machine"),
             (["--port", "70000"], "not a port number"),
+            # A generated token would have to go to captured output: refused instead.
+            (["--host", "0.0.0.0", "--port", "0"], "set $TUI_WEB_TOKEN"),
         ):
             res = subprocess.run(
                 [*TUI, "web", "--db", str(tmp_path / "t.db"), *args],
@@ -194,6 +219,7 @@ def test_port_in_use_and_bad_host_are_clear_errors(tmp_path: Path) -> None:
                 text=True,
                 timeout=60,
                 stdin=subprocess.DEVNULL,
+                env={k: v for k, v in os.environ.items() if k != "TUI_WEB_TOKEN"},
             )
             assert res.returncode != 0, res
             assert message in res.stderr, res.stderr

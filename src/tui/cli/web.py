@@ -71,7 +71,15 @@ async def cmd_web(args: argparse.Namespace) -> int:
     # Taken out of the environment so tab apps and the tasks they run never see it.
     from_env = os.environ.pop(TOKEN_ENV, None)
     token = args.token or from_env or None
+    # The token goes only to a terminal: redirected output (a file, a journal) would keep it.
+    show_token = sys.stdout.isatty()
     if token is None and not is_loopback(args.host):
+        if not show_token:
+            err(
+                f"--host {args.host} needs a token, and a generated one would be printed to "
+                f"output that is not a terminal; set ${TOKEN_ENV} (or --token)"
+            )
+            return 2
         token = secrets.token_urlsafe(24)
     async with open_store(args.db) as store:  # a bad --db fails here, not in every tab
         db = str(store.path.resolve())
@@ -87,7 +95,8 @@ async def cmd_web(args: argparse.Namespace) -> int:
         err(_listen_error(args.host, args.port, e))
         return 1
     try:
-        print(f"tui web: serving {db}\n  {_url(args.host, _bound_port(runner), token)}", flush=True)
+        shown = token if show_token or token is None else f"<${TOKEN_ENV} or --token>"
+        print(f"tui web: serving {db}\n  {_url(args.host, _bound_port(runner), shown)}", flush=True)
         print("  Ctrl+C stops the server and every tab's app.", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
