@@ -70,10 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
-    from tui.cli import daemon_cmd, human
+    from tui.cli import daemon_cmd, human, web
 
     human.add_parsers(sub, db)
     daemon_cmd.add_parsers(sub, db)
+    web.add_parsers(sub, db)
     return p
 
 
@@ -111,7 +112,7 @@ def _fast_child_watcher() -> None:
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    from tui.cli import control, daemon_cmd, human, inspect, open_app, run
+    from tui.cli import control, daemon_cmd, human, inspect, open_app, run, web
 
     handlers = {
         "open": open_app.cmd_open,
@@ -128,6 +129,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
         "accept": human.cmd_review,
         "reject": human.cmd_review,
         "daemon": daemon_cmd.cmd_daemon,
+        "web": web.cmd_web,
     }
     return await handlers[args.command](args)
 

@@ -1,0 +1,132 @@
+"""`tui web`: the app in browser tabs (textual-serve), each tab running `tui open`.
+
+Loopback needs no token; any other address does (generated unless --token/$TUI_WEB_TOKEN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import ipaddress
+import os
+import secrets
+import signal
+import socket
+import sys
+from typing import Any
+
+from tui.cli.common import err, open_store
+
+DEFAULT_PORT = 8000
+TOKEN_ENV = "TUI_WEB_TOKEN"
+SHUTDOWN_TIMEOUT = 5.0  # seconds open connections get when the server stops
+
+
+def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
+    web = sub.add_parser("web", parents=[db], help="serve the app to browser tabs")
+    web.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; any other needs a token)",
+    )
+    web.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        metavar="N",
+        help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    web.add_argument(
+        "--token",
+        help=f"the token browsers must present (default: ${TOKEN_ENV}, which unlike this "
+        "option no other user sees in `ps`; else a random one when the host is not loopback)",
+    )
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return port
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
+
+
+async def cmd_web(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from tui.cli.web_server import WebServer
+
+    # Taken out of the environment so tab apps and the tasks they run never see it.
+    from_env = os.environ.pop(TOKEN_ENV, None)
+    token = args.token or from_env or None
+    # The token goes only to a terminal: redirected output (a file, a journal) would keep it.
+    show_token = sys.stdout.isatty()
+    if token is None and not is_loopback(args.host):
+        if not show_token:
+            err(
+                f"--host {args.host} needs a token, and a generated one would be printed to "
+                f"output that is not a terminal; set ${TOKEN_ENV} (or --token)"
+            )
+            return 2
+        token = secrets.token_urlsafe(24)
+    async with open_store(args.db) as store:  # a bad --db fails here, not in every tab
+        db = str(store.path.resolve())
+    argv = [sys.executable, "-m", "tui", "open", "--db", db]
+    server = WebServer(argv, token=token)
+    runner = web.AppRunner(await server._make_app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port, shutdown_timeout=SHUTDOWN_TIMEOUT)
+    try:
+        await site.start()
+    except OSError as e:
+        await runner.cleanup()
+        err(_listen_error(args.host, args.port, e))
+        return 1
+    try:
+        shown = token if show_token or token is None else f"<${TOKEN_ENV} or --token>"
+        print(f"tui web: serving {db}\n  {_url(args.host, _bound_port(runner), shown)}", flush=True)
+        print("  Ctrl+C stops the server and every tab's app.", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+    finally:
+        await server.close_tabs()
+        await runner.cleanup()
+    return 0
+
+
+def _listen_error(host: str, port: int, e: OSError) -> str:
+    if e.errno == errno.EADDRINUSE:
+        return f"port {port} is in use on {host}; pick another with --port (0: any free one)"
+    if isinstance(e, socket.gaierror) or e.errno == errno.EADDRNOTAVAIL:
+        why = e.strerror if isinstance(e, socket.gaierror) else "not an address of this machine"
+        return f"cannot listen on --host {host}: {why}"
+    reason = os.strerror(e.errno) if e.errno else str(e)
+    return f"cannot listen on {host} port {port}: {reason}"
+
+
+def _bound_port(runner: Any) -> int:
+    return runner.addresses[0][1]  # --port 0 asks the system for a free one
+
+
+def _url(host: str, port: int, token: str | None) -> str:
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()  # any address of this machine; its name is a fair guess
+    if ":" in host:
+        host = f"[{host}]"
+    query = f"/?token={token}" if token else "/"
+    return f"http://{host}:{port}{query}"

@@ -1,0 +1,154 @@
+"""The HTTP side of `tui web`: textual-serve's Server, with a token guard, same-origin
+websockets, and one app process per browser tab that never outlives the server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import shlex
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp_jinja2
+from aiohttp import web
+from textual_serve.app_service import AppService
+from textual_serve.server import Server, to_int
+
+from tui.engine.procs import spawn, terminate_group
+
+QUIT_GRACE = 5.0  # seconds a tab's app gets to quit by itself before its group is killed
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class AppTab(AppService):
+    """One browser tab's app: started from an argv list (no shell, so nothing in it is ever
+    parsed as shell syntax) as leader of its own process group, so it can be stopped whole."""
+
+    def __init__(self, argv: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(shlex.join(argv), **kwargs)
+        self.argv = list(argv)
+
+    async def _open_app_process(
+        self, width: int = 80, height: int = 24
+    ) -> asyncio.subprocess.Process:
+        env = self._build_environment(width=width, height=height)
+        proc, _ident = await spawn(self.argv, cwd=None, env=env, stdin=asyncio.subprocess.PIPE)
+        assert proc.stdin is not None
+        self._process, self._stdin = proc, proc.stdin
+        return proc
+
+    async def run(self) -> None:
+        await super().run()
+        # The app is gone (it may have failed to start): end the tab rather than leave the
+        # browser looking at a frozen screen.
+        await self.remote_close()
+
+    async def close(self) -> None:
+        """Ask the app to quit; whatever is left of its group after QUIT_GRACE is killed."""
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.stop(), QUIT_GRACE)
+        proc = self._process
+        if proc is not None:
+            await terminate_group(proc.pid, grace=QUIT_GRACE, proc=proc)
+
+
+class WebServer(Server):
+    """Serves ``argv`` (the app command) to browsers. With ``token`` set, every request needs
+    it (``?token=``, then a cookie the page sets); without it, only loopback Host names."""
+
+    def __init__(self, argv: Sequence[str], *, token: str | None) -> None:
+        super().__init__(shlex.join(argv), title="tui")
+        self.argv = list(argv)
+        self.token = token
+        self.tabs: set[AppTab] = set()
+
+    async def _make_app(self) -> web.Application:
+        app = await super()._make_app()
+        app.middlewares.append(self._guard)
+        return app
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        from_query = False
+        # Cookies ignore the port, so two servers on one host must not share a name.
+        cookie = f"tui_web_token_{request.url.port}"
+        if self.token is not None:
+            given = request.cookies.get(cookie, "")
+            if not self._token_ok(given):
+                given, from_query = request.query.get("token", ""), True
+            if not self._token_ok(given):
+                return web.Response(
+                    status=401, text="tui web: open the URL with the token that `tui web` printed\n"
+                )
+        elif (request.url.host or "") not in LOOPBACK_NAMES:
+            # Without a token only loopback names are served: a foreign name pointing at
+            # 127.0.0.1 (DNS rebinding) must not reach the app.
+            return web.Response(status=403, text="tui web: unexpected Host header\n")
+        if request.path == "/ws" and not _same_origin(request):
+            # Browsers let any page open a websocket anywhere; only our own page may.
+            return web.Response(status=403, text="tui web: cross-site websocket refused\n")
+        response = await handler(request)
+        if from_query and request.path == "/" and not response.prepared:
+            # The page's websocket and assets carry the token as a cookie from here on.
+            response.set_cookie(cookie, given, httponly=True, samesite="Strict")
+        return response
+
+    def _token_ok(self, given: str) -> bool:
+        assert self.token is not None
+        return bool(given) and hmac.compare_digest(given.encode(), self.token.encode())
+
+    async def on_startup(self, app: web.Application) -> None:
+        """Quiet: `tui web` prints its own address (the base class prints a banner)."""
+
+    async def close_tabs(self) -> None:
+        await asyncio.gather(*(tab.close() for tab in list(self.tabs)))
+
+    @aiohttp_jinja2.template("app_index.html")
+    async def handle_index(self, request: web.Request) -> dict[str, Any]:
+        # URLs come from the address the browser used: the bind address (0.0.0.0, ::) is
+        # not one a browser can reach.
+        origin = str(request.url.origin())
+        ws_scheme = "wss" if origin.startswith("https") else "ws"
+        return {
+            "font_size": to_int(request.query.get("fontsize", "16"), 16),
+            "app_websocket_url": f"{ws_scheme}:{origin.split(':', 1)[1]}/ws",
+            "config": {"static": {"url": f"{origin}/static/"}},
+            "application": {"name": self.title},
+        }
+
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        # textual-serve's handler, with an AppTab (own process group, no shell) instead of
+        # its AppService, and the tab's app always stopped when the socket goes.
+        websocket = web.WebSocketResponse(heartbeat=15)
+        width = to_int(request.query.get("width", "80"), 80)
+        height = to_int(request.query.get("height", "24"), 24)
+        await websocket.prepare(request)
+        tab = AppTab(
+            self.argv,
+            write_bytes=websocket.send_bytes,
+            write_str=websocket.send_str,
+            close=websocket.close,
+            download_manager=self.download_manager,
+        )
+        self.tabs.add(tab)
+        try:
+            await tab.start(width, height)
+            # A malformed message from the page ends its tab, not with a traceback.
+            with contextlib.suppress(ValueError, TypeError, KeyError, AssertionError):
+                await self._process_messages(websocket, tab)
+        finally:
+            self.tabs.discard(tab)
+            await tab.close()
+            await websocket.close()
+        return websocket
+
+
+def _same_origin(request: web.Request) -> bool:
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True  # not a browser; the token (when required) already vouched for it
+    return urlsplit(origin).netloc.lower() == request.host.lower()

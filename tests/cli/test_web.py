@@ -1,0 +1,262 @@
+"""`tui web` end to end: a real server subprocess, real HTTP and websockets, real app processes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pty
+import re
+import select
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from cli_support import TUI, marker_processes, wait_until
+
+URL = re.compile(r"http://\S+:(\d+)/(?:\?token=([\w-]+))?")
+ESCAPES = re.compile(rb"\x1b(\[[0-9;?$]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-B]|.)")
+APP_TIMEOUT = 60.0  # seconds a tab's app may take to draw its first screen on a busy machine
+
+
+class Web:
+    """One `tui web` subprocess (own session, so its group can be checked and killed)."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.db = tmp_path / "web.db"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.out = tmp_path / "web.out"
+        self.terminal: int | None = None  # pty master when the output goes to a terminal
+        self.seen = b""
+
+    def start(self, *args: str, env: dict[str, str] | None = None, tty: bool = False) -> None:
+        """Start the server; with ``tty`` its output is a terminal (else a file)."""
+        if tty:
+            self.terminal, out = pty.openpty()
+        else:
+            out = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            self.proc = subprocess.Popen(
+                [*TUI, "web", "--db", str(self.db), *args],
+                stdout=out,
+                stderr=out,
+                stdin=subprocess.DEVNULL,
+                cwd=self.tmp,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+            )
+        finally:
+            os.close(out)
+        match = wait_until(self._url, "tui web prints its URL")
+        self.port, self.token = int(match.group(1)), match.group(2)
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def _url(self) -> re.Match[str] | None:
+        assert self.proc is not None
+        found = URL.search(self.output())
+        if found is None and self.proc.poll() is not None:
+            pytest.fail(f"tui web exited ({self.proc.returncode}):\n{self.output()}")
+        return found
+
+    def output(self) -> str:
+        if self.terminal is None:
+            return self.out.read_text(errors="replace")
+        while select.select([self.terminal], [], [], 0)[0]:
+            try:
+                chunk = os.read(self.terminal, 4096)
+            except OSError:  # EIO: the server closed the terminal
+                break
+            if not chunk:
+                break
+            self.seen += chunk
+        return self.seen.decode(errors="replace")
+
+    def apps(self) -> list[int]:
+        """Live app processes of this server: each has our database in its argv, as has the
+        server itself."""
+        server = self.proc.pid if self.proc is not None else None
+        return [
+            pid
+            for pid in marker_processes(str(self.db))
+            if pid != server and b"\0open\0" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=60)
+
+    def cleanup(self) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                self.proc.wait(timeout=10)
+        if self.terminal is not None:
+            os.close(self.terminal)
+        for pid in self.apps():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Iterator[Web]:
+    w = Web(tmp_path)
+    try:
+        yield w
+    finally:
+        w.cleanup()
+
+
+async def screen_text(ws: aiohttp.ClientWebSocketResponse, *words: str) -> str:
+    """Read the app's terminal stream until every word is on screen (escapes stripped)."""
+    data = b""
+
+    async def read() -> str:
+        nonlocal data
+        while True:
+            msg = await ws.receive()
+            assert msg.type == aiohttp.WSMsgType.BINARY, f"stream ended: {msg!r}"
+            data += msg.data
+            text = ESCAPES.sub(b"", data).decode(errors="replace")
+            if all(w in text for w in words):
+                return text
+
+    try:
+        return await asyncio.wait_for(read(), APP_TIMEOUT)
+    except TimeoutError:
+        pytest.fail(f"the app never showed {words}; it sent {len(data)} bytes")
+
+
+async def test_a_tab_runs_the_app_and_closing_it_stops_the_app(web: Web) -> None:
+    web.start("--port", "0")
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{web.base}/") as page:
+            body = await page.text()
+        assert page.status == 200
+        assert "textual.js" in body  # textual-serve's terminal page
+        assert f'data-session-websocket-url="ws://127.0.0.1:{web.port}/ws"' in body
+        async with http.ws_connect(f"{web.base}/ws?width=100&height=30") as ws:
+            # The task list's header and the view tabs: this is our app, drawn for the tab.
+            await screen_text(ws, "NAME", "Output", "Questions")
+            assert len(web.apps()) == 1
+        wait_until(lambda: not web.apps(), "the tab's app exits when the tab closes")
+    assert web.proc is not None and web.proc.poll() is None, "the server outlives its tabs"
+
+
+async def test_two_tabs_are_two_viewers_of_one_daemon(web: Web, tmp_path: Path) -> None:
+    """A task submitted from a shell shows in both tabs, live; closing them leaves it running."""
+    web.start("--port", "0")
+    gate = tmp_path / "go"
+    task = tmp_path / "t.yaml"
+    task.write_text(
+        "name: shared-build\nagent:\n  type: shell\n  instructions: "
+        f"'until [ -e {gate} ]; do sleep 0.05; done'\n"
+    )
+    async with aiohttp.ClientSession() as http:
+        async with (
+            http.ws_connect(f"{web.base}/ws") as one,
+            http.ws_connect(f"{web.base}/ws") as two,
+        ):
+            await screen_text(one, "NAME")
+            await screen_text(two, "NAME")
+            assert len(web.apps()) == 2
+            run = subprocess.Popen(
+                [*TUI, "run", str(task), "--db", str(web.db)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            await screen_text(one, "shared-build", "running")
+            await screen_text(two, "shared-build", "running")
+        wait_until(lambda: not web.apps(), "both tabs' apps exit")
+        gate.touch()  # the run outlived both tabs; the `tui run` following it sees it finish
+        out, err = run.communicate(timeout=60)
+        assert run.returncode == 0, err
+        assert "→ COMPLETED" in out
+
+
+async def test_stopping_the_server_stops_the_tab_apps(web: Web) -> None:
+    web.start("--port", "0")
+    async with aiohttp.ClientSession() as http, http.ws_connect(f"{web.base}/ws") as ws:
+        await screen_text(ws, "NAME")
+        assert len(web.apps()) == 1
+        assert web.stop() == 0
+        assert web.apps() == []
+    assert "Traceback" not in web.output()
+
+
+async def test_other_hosts_need_the_token(web: Web) -> None:
+    web.start("--host", "0.0.0.0", "--port", "0", tty=True)
+    assert web.token, web.output()  # generated and printed in the URL, to the terminal only
+    async with aiohttp.ClientSession() as http:
+        for query in ("", "?token=wrong"):
+            async with http.get(f"{web.base}/{query}") as res:
+                assert res.status == 401
+                assert "token" in await res.text()
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await http.ws_connect(f"{web.base}/ws")
+        assert refused.value.status == 401
+        async with http.get(f"{web.base}/?token={web.token}") as res:
+            assert res.status == 200
+            assert "textual.js" in await res.text()
+            assert res.cookies[f"tui_web_token_{web.port}"]["httponly"]
+    assert web.apps() == []
+
+
+async def test_token_from_the_environment_is_used_and_kept_from_apps(web: Web) -> None:
+    web.start("--host", "0.0.0.0", "--port", "0", env={"TUI_WEB_TOKEN": "s3cret-token"})
+    assert "s3cret-token" not in web.output()  # the output is a file here: never written to it
+    # As a browser does: the page sets a cookie (the jar must accept IP hosts), and the
+    # page's own websocket carries it with the page's origin.
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        async with http.get(f"{web.base}/?token=s3cret-token") as res:
+            assert res.status == 200
+        async with http.ws_connect(f"{web.base}/ws", headers={"Origin": web.base}) as ws:
+            await screen_text(ws, "NAME")
+            [app] = web.apps()
+            environ = Path(f"/proc/{app}/environ").read_bytes()
+            assert b"TUI_WEB_TOKEN" not in environ  # nor in the tasks it runs
+
+
+async def test_foreign_pages_and_host_names_are_refused(web: Web) -> None:
+    web.start("--port", "0")
+    async with aiohttp.ClientSession() as http:
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await http.ws_connect(f"{web.base}/ws", headers={"Origin": "http://evil.example"})
+        assert refused.value.status == 403
+        # DNS rebinding: a foreign name resolving to 127.0.0.1.
+        async with http.get(f"{web.base}/", headers={"Host": "evil.example"}) as res:
+            assert res.status == 403
+    assert web.apps() == []
+
+
+def test_port_in_use_and_bad_host_are_clear_errors(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for args, message in (
+            (["--port", str(port)], f"port {port} is in use"),
+            (["--host", "no-such-host.invalid", "--token", "t"], "--host no-such-host.invalid"),
+            (["--host", "192.0.2.1", "--token", "t"], "not an address of this machine"),
+            (["--port", "70000"], "not a port number"),
+            # A generated token would have to go to captured output: refused instead.
+            (["--host", "0.0.0.0", "--port", "0"], "set $TUI_WEB_TOKEN"),
+        ):
+            res = subprocess.run(
+                [*TUI, "web", "--db", str(tmp_path / "t.db"), *args],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+                env={k: v for k, v in os.environ.items() if k != "TUI_WEB_TOKEN"},
+            )
+            assert res.returncode != 0, res
+            assert message in res.stderr, res.stderr
+            assert "Traceback" not in res.stderr + res.stdout
