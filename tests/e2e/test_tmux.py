@@ -128,7 +128,7 @@ def test_the_ssh_link_drops_and_the_run_goes_on(tmux: Tmux, tmp_path: Path) -> N
 
     tmux("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", command.replace(str(tasks), ""))
     wait(lambda: "long-build" in tmux.screen(), "the task after reopening")
-    assert "first half" in tmux.screen()
+    wait(lambda: "first half" in tmux.screen(), "the output it printed while nobody watched")
     gate.touch()
     wait(lambda: "✓ done" in tmux.screen(), "the list to show it done")
     wait(lambda: "second half" in tmux.screen(), "the rest of its output")
