@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
 
 from tui.agents.base import Adapter, AdapterError, RunResult
@@ -31,6 +30,7 @@ from tui.engine.retry import retry_delay
 from tui.model.duration import format_duration
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import Task, priority_rank
+from tui.store.chunks import ChunkRow, make_chunks
 from tui.store.db import Store, StoreError, waiting_reason
 from tui.store.records import (
     RAW,
@@ -106,7 +106,7 @@ class _Subscriber:
 
 
 def _weight(item: Event) -> int:
-    return len(item.rows) if isinstance(item, OutputBatch) else 1
+    return item.count if isinstance(item, OutputBatch) else 1
 
 
 def _newer(item: Event, cursor: Cursor) -> Event | None:
@@ -217,7 +217,8 @@ class Engine:
         # Held while a batch is submitted, so priorities order the whole batch.
         self._batch = asyncio.Lock()
 
-        self._out_rows: list[tuple[str, int, int, int, float, str]] = []
+        self._out_chunks: list[ChunkRow] = []  # one per read: see tui.store.chunks
+        self._out_lines = 0  # lines in _out_chunks
         self._raw_rows: list[tuple[str, int, int, float, str]] = []
         self._out_lock = asyncio.Lock()
         self._flushing: asyncio.Future[None] | None = None
@@ -610,9 +611,12 @@ class Engine:
             for ev in batch:
                 yield ev
             last_event = batch[-1].id
-        while lines := await self.store.read_output(after_id=last_output):
-            yield OutputBatch.of(lines)
-            last_output = lines[-1].id
+        while chunks := await self.store.read_output_chunks(last_output):
+            for batch in OutputBatch.of_stored(chunks):
+                fresh = batch.after(last_output)
+                if fresh is not None:
+                    yield fresh
+                    last_output = fresh.last_id
 
     def _publish(self, item: Event) -> None:
         for sub in self._subscribers:
@@ -900,22 +904,14 @@ class Engine:
             for text in lines:
                 run.raw_seq += 1
                 self._raw_rows.append((run.task_id, run.run_id, run.raw_seq, now, text))
-        else:
-            n, first = len(lines), run.seq + 1
-            run.seq += n
-            self._out_rows.extend(
-                zip(
-                    repeat(run.task_id, n),
-                    repeat(run.run_id, n),
-                    repeat(stream, n),
-                    range(first, first + n),
-                    repeat(now, n),
-                    lines,
-                    strict=True,
-                )
+        elif lines:
+            self._out_chunks += make_chunks(
+                run.task_id, run.run_id, stream, run.seq + 1, now, lines
             )
+            run.seq += len(lines)
+            self._out_lines += len(lines)
         self._out_ready.set()
-        if len(self._out_rows) >= FLUSH_HIGH_WATER:
+        if self._out_lines >= FLUSH_HIGH_WATER:
             # Double-buffered: one batch is written while the next fills. Only when the
             # writer is a whole batch behind does the producer wait (its pipe then fills).
             if self._flushing is not None and not self._flushing.done():
@@ -924,13 +920,13 @@ class Engine:
 
     async def _flush_output(self) -> None:
         async with self._out_lock:
-            rows, self._out_rows = self._out_rows, []
+            chunks, self._out_chunks, self._out_lines = self._out_chunks, [], 0
             raw, self._raw_rows = self._raw_rows, []
             await self.store.append_raw(raw)
-            if not rows:
+            if not chunks:
                 return
-            first_id = await self.store.append_output(rows)
-            batch = OutputBatch(first_id, rows)
+            first_id = await self.store.append_chunks(chunks)
+            batch = OutputBatch.of_chunks(first_id, chunks)
             self._published = self._published._replace(output_id=batch.last_id)
             self._publish(batch)
 

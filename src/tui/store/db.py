@@ -15,6 +15,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +23,7 @@ import aiosqlite
 
 from tui.model.states import State, valid_transition
 from tui.model.task import Task, priority_rank
+from tui.store.chunks import ChunkRow, LineRow, group_rows, stored_lines
 from tui.store.records import EventRecord, OutputLine, QuestionRecord, RunRecord, TaskRecord
 from tui.store.schema import MIGRATIONS
 
@@ -41,7 +43,7 @@ _RUN_COLS = (
     " outcome, error, cost_usd, tokens_in, tokens_out, session_id"
 )
 _EVENT_COLS = "id, task_id, kind, from_state, to_state, reason, data, at"
-_OUT_COLS = "id, task_id, run_id, stream, seq, at, text"
+_OUT_COLS = "id, task_id, run_id, stream, seq, at, text, lines"
 _Q_COLS = "id, task_id, run_id, kind, payload, status, answer, created_at, answered_at"
 
 
@@ -430,21 +432,31 @@ class Store:
 
     # -- output ------------------------------------------------------------------------------
 
-    async def append_output(self, rows: Sequence[tuple[str, int, int, int, float, str]]) -> int:
-        """Store a batch of (task_id, run_id, stream, seq, at, text); returns the first id.
+    async def append_output(self, rows: Sequence[LineRow]) -> int:
+        """Store a batch of (task_id, run_id, stream, seq, at, text) lines; returns the first id.
 
-        Inside BEGIN IMMEDIATE nobody else writes, so the batch takes ids first..first+n-1.
+        Consecutive lines of one read are stored as one chunk row (see ``tui.store.chunks``).
         """
-        if not rows:
+        return await self.append_chunks(group_rows(rows))
+
+    async def append_chunks(self, chunks: Sequence[ChunkRow]) -> int:
+        """Store chunks of lines; returns the id of the first line.
+
+        Inside BEGIN IMMEDIATE nobody else writes, so the batch's lines take the ids that
+        follow the last stored line, in order.
+        """
+        if not chunks:
             return 0
 
         def tx(t: _Tx) -> int:
-            (last,) = t.one("SELECT COALESCE(MAX(id), 0) FROM output")
+            first = _last_output_id(t) + 1
+            ids = accumulate((c[6] for c in chunks[:-1]), initial=first)
             t.db.executemany(
-                "INSERT INTO output (task_id, run_id, stream, seq, at, text) VALUES (?,?,?,?,?,?)",
-                rows,
+                "INSERT INTO output (id, task_id, run_id, stream, seq, at, text, lines)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                [(i, *c) for i, c in zip(ids, chunks, strict=True)],
             )
-            return int(last) + 1
+            return first
 
         return await self._call(tx)
 
@@ -477,29 +489,61 @@ class Store:
         limit: int = 10_000,
         stream: int | None = None,
     ) -> list[OutputLine]:
+        """Up to ``limit`` lines with ids after ``after_id``, oldest first."""
+        # Start at the chunk holding line after_id + 1 (it may begin before it).
+        sql = (
+            f"SELECT {_OUT_COLS} FROM output WHERE id >= (SELECT COALESCE(MAX(id), 0)"
+            " FROM output WHERE id <= ?) AND id + lines - 1 > ?"
+        )
+        args: list[Any] = [after_id + 1, after_id]
         if task_id is not None:
-            sql = (
-                f"SELECT {_OUT_COLS} FROM output WHERE run_id IN"
-                " (SELECT id FROM runs WHERE task_id = ?) AND id > ?"
-            )
-            args: list[Any] = [task_id, after_id]
-        else:
-            sql = f"SELECT {_OUT_COLS} FROM output WHERE id > ?"
-            args = [after_id]
+            sql += " AND run_id IN (SELECT id FROM runs WHERE task_id = ?)"
+            args.append(task_id)
         if stream is not None:
             sql += " AND stream = ?"
             args.append(stream)
-        sql += " ORDER BY id LIMIT ?"
-        args.append(limit)
-        rows = await self._call(lambda t: t.all(sql, args), write=False)
-        return [OutputLine(*r) for r in rows]
+        sql += " ORDER BY id"
+
+        def tx(t: _Tx) -> list[OutputLine]:
+            out: list[OutputLine] = []
+            # Row by row: a page needs only as many chunks as hold `limit` lines.
+            for row in t.db.execute(sql, args):
+                out.extend(ln for ln in stored_lines([row]) if ln.id > after_id)
+                if len(out) >= limit:
+                    break
+            return out[:limit]
+
+        return await self._call(tx, write=False)
+
+    async def read_output_chunks(
+        self, after_id: int = 0, limit: int = 10_000
+    ) -> list[tuple[int, ChunkRow]]:
+        """(first line id, chunk) of the chunks holding lines after ``after_id``, oldest first,
+        until they hold at least ``limit`` lines. The first may begin at or before ``after_id``:
+        the event stream hands chunks on unsplit, so catching up costs nothing per line."""
+
+        def tx(t: _Tx) -> list[tuple[int, ChunkRow]]:
+            out: list[tuple[int, ChunkRow]] = []
+            lines = 0
+            for id_, *chunk in t.db.execute(
+                f"SELECT {_OUT_COLS} FROM output WHERE id >= (SELECT COALESCE(MAX(id), 0)"
+                " FROM output WHERE id <= ?) AND id + lines - 1 > ? ORDER BY id",
+                (after_id + 1, after_id),
+            ):
+                out.append((id_, tuple(chunk)))  # type: ignore[arg-type]
+                lines += chunk[6]
+                if lines >= limit:
+                    break
+            return out
+
+        return await self._call(tx, write=False)
 
     async def output_index(self, task_id: str) -> list[tuple[int, int]]:
         """(run_id, number of lines) for each run of a task, oldest first: a log view's map."""
         rows = await self._call(
             lambda t: t.all(
-                "SELECT r.id, (SELECT COALESCE(MAX(seq), 0) FROM output o WHERE o.run_id = r.id)"
-                " FROM runs r WHERE r.task_id = ? ORDER BY r.id",
+                "SELECT r.id, COALESCE((SELECT seq + lines - 1 FROM output o WHERE o.run_id = r.id"
+                " ORDER BY seq DESC LIMIT 1), 0) FROM runs r WHERE r.task_id = ? ORDER BY r.id",
                 (task_id,),
             ),
             write=False,
@@ -510,13 +554,14 @@ class Store:
         """Lines ``first_seq..last_seq`` (1-based, inclusive) of one run."""
         rows = await self._call(
             lambda t: t.all(
-                f"SELECT {_OUT_COLS} FROM output WHERE run_id = ? AND seq BETWEEN ? AND ?"
+                f"SELECT {_OUT_COLS} FROM output WHERE run_id = ? AND seq <= ? AND seq >="
+                " (SELECT COALESCE(MAX(seq), 0) FROM output WHERE run_id = ? AND seq <= ?)"
                 " ORDER BY seq",
-                (run_id, first_seq, last_seq),
+                (run_id, last_seq, run_id, first_seq),
             ),
             write=False,
         )
-        return [OutputLine(*r) for r in rows]
+        return [ln for ln in stored_lines(rows) if first_seq <= ln.seq <= last_seq]
 
     # -- the journal -------------------------------------------------------------------------
 
@@ -550,8 +595,7 @@ class Store:
 
         def tx(t: _Tx) -> tuple[int, int]:
             (e,) = t.one("SELECT COALESCE(MAX(id), 0) FROM events")
-            (o,) = t.one("SELECT COALESCE(MAX(id), 0) FROM output")
-            return int(e), int(o)
+            return int(e), _last_output_id(t)
 
         return await self._call(tx, write=False)
 
@@ -774,6 +818,12 @@ def _setup(t: _Tx) -> None:
         t.db.execute("ROLLBACK")
         raise
     t.db.execute("COMMIT")
+
+
+def _last_output_id(t: _Tx) -> int:
+    """The id of the newest stored line (the last line of the newest chunk)."""
+    row = t.one("SELECT id + lines - 1 FROM output ORDER BY id DESC LIMIT 1")
+    return int(row[0]) if row else 0
 
 
 def _existing_ids(t: _Tx, ids: Sequence[str]) -> set[str]:
