@@ -39,6 +39,7 @@ from tui.store.records import (
     OutputLine,
     QuestionRecord,
     RunRecord,
+    RunStart,
     TaskRecord,
 )
 
@@ -326,8 +327,8 @@ class Engine:
             except StoreError as e:
                 raise EngineError(str(e)) from None
             self._index(records)
-            for rec in records:
-                await self._check_pending(rec)
+            # Together, so their transitions share store round trips (in this order).
+            await asyncio.gather(*(self._check_pending(rec) for rec in records))
         await self._changed_now()
         return [t.id for t in tasks]
 
@@ -591,7 +592,11 @@ class Engine:
         try:
             last = since if since is not None else self._published
             while True:
-                async for item in self._stored_after(last):
+                # What is published from here on reaches the queue: the store is read only
+                # up to what was published before, or a busy engine would be chased forever.
+                # An engine not running publishes nothing: then the store is all there is.
+                upto = self._published if self._started else None
+                async for item in self._stored_after(last, upto):
                     last = _advance(last, item)
                     yield item
                 while not sub.lagging:
@@ -605,13 +610,16 @@ class Engine:
         finally:
             self._subscribers.discard(sub)
 
-    async def _stored_after(self, cursor: Cursor) -> AsyncIterator[Event]:
+    async def _stored_after(self, cursor: Cursor, upto: Cursor | None) -> AsyncIterator[Event]:
         last_event, last_output = cursor
-        while batch := await self.store.read_events(last_event):
+        end = upto or Cursor(sys.maxsize, sys.maxsize)
+        while last_event < end.event_id and (batch := await self.store.read_events(last_event)):
             for ev in batch:
                 yield ev
             last_event = batch[-1].id
-        while chunks := await self.store.read_output_chunks(last_output):
+        while last_output < end.output_id and (
+            chunks := await self.store.read_output_chunks(last_output)
+        ):
             for batch in OutputBatch.of_stored(chunks):
                 fresh = batch.after(last_output)
                 if fresh is not None:
@@ -737,12 +745,17 @@ class Engine:
                 await self._start_runnable()
             waits = [asyncio.create_task(self._wake.wait())]
             if next_due is not None:
-                waits.append(asyncio.create_task(self.clock.sleep(next_due - self.clock.now())))
+                waits.append(asyncio.create_task(self._sleep_until(next_due)))
             try:
                 await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for w in waits:
                     w.cancel()
+
+    async def _sleep_until(self, when: float) -> None:
+        # The delay is taken when the sleep starts, not when it is scheduled: the clock may
+        # move in between (a test's clock jumps).
+        await self.clock.sleep(when - self.clock.now())
 
     async def _due_retries(self) -> float | None:
         now = self.clock.now()
@@ -787,20 +800,20 @@ class Engine:
             heapq.heappush(self._queue, item)
 
     async def _start(self, rec: TaskRecord) -> None:
-        began = await self.store.begin_run(rec.id, self.id)
+        began = await self.store.start_run(rec.id, self.id)
         if began is None:
             return
-        run_id, attempt = began
+        run_id, attempt = began.run_id, began.attempt
         rec.state, rec.reason, rec.attempts, rec.retry_at = State.RUNNING, "", attempt, None
         run = _Run(rec.id, run_id, attempt)
         run.working.set()
         self._running[rec.id] = run
-        run.runner = asyncio.create_task(self._execute(rec, run), name=f"run-{rec.name}")
+        run.runner = asyncio.create_task(self._execute(rec, run, began), name=f"run-{rec.name}")
         self._runners.add(run.runner)
         run.runner.add_done_callback(self._runners.discard)
         await self._changed_now()
 
-    async def _execute(self, rec: TaskRecord, run: _Run) -> None:
+    async def _execute(self, rec: TaskRecord, run: _Run, began: RunStart) -> None:
         watchdog = None
         if rec.task.timeout > 0:
             watchdog = asyncio.create_task(self._watchdog(run, rec.task.timeout))
@@ -812,7 +825,7 @@ class Engine:
                     error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
                 )
             else:
-                result = await adapter.run(await self._context(run, rec))
+                result = await adapter.run(self._context(run, rec, began))
         except AdapterError as e:
             result = RunResult(State.FAILED, error=str(e))
         except asyncio.CancelledError:
@@ -827,14 +840,14 @@ class Engine:
                 await terminate_group(run.ident.pgid, grace=0.5)
         await self._finish(rec, run, result)
 
-    async def _context(self, run: _Run, rec: TaskRecord) -> _Ctx:
+    def _context(self, run: _Run, rec: TaskRecord, began: RunStart) -> _Ctx:
         ctx = _Ctx(self, run, rec)
-        ctx.previous_runs = [r for r in await self.store.runs(rec.id) if r.id != run.run_id]
+        ctx.previous_runs = began.previous_runs
         # Answers that arrived after the run that asked had ended: the next run resumes with them.
         last_end = max((r.ended_at or 0 for r in ctx.previous_runs), default=0)
         ctx.late_answers = [
             q
-            for q in await self.store.questions(task_id=rec.id, open_only=False)
+            for q in began.questions
             if q.status == "answered" and q.kind != "review" and (q.answered_at or 0) > last_end
         ]
         return ctx

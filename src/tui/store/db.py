@@ -24,7 +24,14 @@ import aiosqlite
 from tui.model.states import State, valid_transition
 from tui.model.task import Task, priority_rank
 from tui.store.chunks import ChunkRow, LineRow, group_rows, stored_lines
-from tui.store.records import EventRecord, OutputLine, QuestionRecord, RunRecord, TaskRecord
+from tui.store.records import (
+    EventRecord,
+    OutputLine,
+    QuestionRecord,
+    RunRecord,
+    RunStart,
+    TaskRecord,
+)
 from tui.store.schema import MIGRATIONS
 
 T = TypeVar("T")
@@ -111,9 +118,12 @@ class Store:
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
-        # One connection serves every coroutine; the lock keeps transactions whole and
-        # makes journal delivery follow commit order.
-        self._lock = asyncio.Lock()
+        # One connection serves every coroutine. Calls made while the database thread is
+        # busy queue up and then go over together: one thread hop runs all of them, each
+        # still in its own transaction, in call order (a hop costs more than a small
+        # transaction). Journal rows reach on_event in commit order.
+        self._queued: list[tuple[Callable[[_Tx], Any], bool, asyncio.Future[Any]]] = []
+        self._runner: asyncio.Task[None] | None = None
         self.on_event: Callable[[EventRecord], None] | None = None
 
     # -- opening -----------------------------------------------------------------------------
@@ -143,16 +153,53 @@ class Store:
         return store
 
     async def close(self) -> None:
+        if self._runner is not None:
+            await asyncio.shield(self._runner)  # calls already queued still run
         await self._conn.close()
 
     async def _call(self, fn: Callable[[_Tx], T], *, write: bool = True) -> T:
-        async with self._lock:
-            # aiosqlite's worker runs the whole function in its thread: one hop per call.
-            result, events = await self._conn._execute(_in_thread, self._conn, fn, write)
-            if events and self.on_event is not None:
-                for ev in events:
-                    self.on_event(ev)
-            return result
+        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queued.append((fn, write, fut))
+        if self._runner is None:
+            self._runner = asyncio.create_task(self._run_queued())
+        return await fut
+
+    async def _run_queued(self) -> None:
+        try:
+            while self._queued:
+                # A call whose caller was cancelled while it waited never runs.
+                jobs = [j for j in self._queued if not j[2].cancelled()]
+                self._queued = []
+                if not jobs:
+                    continue
+                try:
+                    # aiosqlite's worker runs the whole batch in its thread: one hop.
+                    outcomes = await self._conn._execute(
+                        _in_thread, self._conn, [(fn, write) for fn, write, _ in jobs]
+                    )
+                except BaseException as e:  # the connection itself failed
+                    for _, _, fut in jobs:
+                        if not fut.done():
+                            fut.set_exception(e)
+                    raise
+                for i, ((_, _, fut), (ok, value, events)) in enumerate(
+                    zip(jobs, outcomes, strict=True)
+                ):
+                    # The caller resumes first, then whoever its journal rows wake, as if it
+                    # had been the only call: a viewer woken by an event finds the engine's
+                    # memory already updated by the call that wrote it.
+                    if not fut.done():
+                        if ok:
+                            fut.set_result(value)
+                        else:
+                            fut.set_exception(value)
+                    if events and self.on_event is not None:
+                        for ev in events:
+                            self.on_event(ev)
+                    if i < len(jobs) - 1:
+                        await asyncio.sleep(0)
+        finally:
+            self._runner = None
 
     # -- tasks -------------------------------------------------------------------------------
 
@@ -325,9 +372,15 @@ class Store:
 
     async def begin_run(self, task_id: str, engine_id: str) -> tuple[int, int] | None:
         """QUEUED → RUNNING plus a new run row, in one transaction. Returns (run_id, attempt)."""
+        began = await self.start_run(task_id, engine_id)
+        return (began.run_id, began.attempt) if began else None
+
+    async def start_run(self, task_id: str, engine_id: str) -> RunStart | None:
+        """``begin_run``, and in the same transaction what the new attempt may need to know:
+        the task's earlier runs and every question asked about it."""
         now = time.time()
 
-        def tx(t: _Tx) -> tuple[int, int] | None:
+        def tx(t: _Tx) -> RunStart | None:
             row = t.one("SELECT state, attempts FROM tasks WHERE id = ?", (task_id,))
             if not row or row[0] != State.QUEUED.value:
                 return None
@@ -351,7 +404,21 @@ class Store:
                 {"run_id": run_id, "attempt": attempt},
                 now,
             )
-            return run_id, attempt
+            runs = t.all(
+                f"SELECT {_RUN_COLS} FROM runs WHERE task_id = ? AND id != ? ORDER BY id",
+                (task_id, run_id),
+            )
+            questions = t.all(
+                f"SELECT {_Q_COLS} FROM questions WHERE task_id = ?"
+                " ORDER BY created_at DESC, rowid DESC",
+                (task_id,),
+            )
+            return RunStart(
+                run_id,
+                attempt,
+                [RunRecord(*r) for r in runs],
+                [QuestionRecord.from_row(r) for r in questions],
+            )
 
         return await self._call(tx)
 
@@ -781,19 +848,28 @@ class Store:
 
 
 def _in_thread(
-    conn: aiosqlite.Connection, fn: Callable[[_Tx], T], write: bool
-) -> tuple[T, list[EventRecord]]:
-    t = _Tx(conn._conn)
-    if not write:
-        return fn(t), []
-    t.db.execute("BEGIN IMMEDIATE")
-    try:
-        result = fn(t)
-    except BaseException:
-        t.db.execute("ROLLBACK")
-        raise
-    t.db.execute("COMMIT")
-    return result, t.events
+    conn: aiosqlite.Connection, jobs: list[tuple[Callable[[_Tx], Any], bool]]
+) -> list[tuple[bool, Any, list[EventRecord]]]:
+    """Run each job in its own transaction: (ok, result or exception, journal rows)."""
+    out: list[tuple[bool, Any, list[EventRecord]]] = []
+    for fn, write in jobs:
+        t = _Tx(conn._conn)
+        try:
+            if not write:
+                out.append((True, fn(t), []))
+                continue
+            t.db.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(t)
+            except BaseException:
+                t.db.execute("ROLLBACK")
+                raise
+            t.db.execute("COMMIT")
+        except Exception as e:
+            out.append((False, e, []))
+            continue
+        out.append((True, result, t.events))
+    return out
 
 
 def _setup(t: _Tx) -> None:
