@@ -1,9 +1,10 @@
-"""Output capture: one shell task printing N lines, stored durably line by line.
+"""Output capture: one shell task printing N lines, every line stored durably.
 
 Runs ``tui run FILE --db <fresh tmp db>`` where FILE holds one shell task whose script is the
 producer, checks that the ``output`` table holds exactly the N expected lines in order
-(text, seq 1..N, stdout), and reports lines/second against the same producer writing to a
-file (``bash -c 'PRODUCER > file'``), measured in the same run. Target: >= 500k lines/s.
+(text, id and seq 1..N, stdout; split out of the chunk rows as every reader splits them), and
+reports lines/second against the same producer writing to a file
+(``bash -c 'PRODUCER > file'``), measured in the same run. Target: >= 500k lines/s.
 
 Two rates are printed: end to end (wall of the whole ``tui run``: interpreter start, store
 open, scheduling and capture) and capture only (the run's started_at..ended_at in ``runs``).
@@ -24,6 +25,8 @@ from pathlib import Path
 
 from common import REPO, machine, repeat_median, timed, tui_argv, write_json
 
+from tui.store.chunks import stored_lines
+
 TARGET = 500_000  # lines per second, end to end
 
 PRODUCERS = {
@@ -40,17 +43,20 @@ def check_output(db: Path, n: int, expect: str) -> float:
     """All N lines stored, in order; returns the capture time from the runs table."""
     c = sqlite3.connect(db)
     try:
-        (count,) = c.execute("SELECT COUNT(*) FROM output").fetchone()
-        if count != n:
-            raise SystemExit(f"output table has {count} rows, expected {n}")
-        rows = c.execute("SELECT seq, stream, text FROM output ORDER BY id")
-        for i, (seq, stream, text) in enumerate(rows, start=1):
+        rows = c.execute(
+            "SELECT id, task_id, run_id, stream, seq, at, text, lines FROM output ORDER BY id"
+        ).fetchall()
+        count = 0
+        for i, ln in enumerate(stored_lines(rows), start=1):
             want = expect.format(i=i)
-            if seq != i or stream != 1 or text != want:
+            if ln.id != i or ln.seq != i or ln.stream != 1 or ln.text != want:
                 raise SystemExit(
-                    f"output row {i}: got seq={seq} stream={stream} text={text!r}, "
-                    f"expected seq={i} stream=1 text={want!r}"
+                    f"output line {i}: got id={ln.id} seq={ln.seq} stream={ln.stream}"
+                    f" text={ln.text!r}, expected id=seq={i} stream=1 text={want!r}"
                 )
+            count = i
+        if count != n:
+            raise SystemExit(f"output table holds {count} lines, expected {n}")
         states = [r[0] for r in c.execute("SELECT state FROM tasks")]
         if states != ["COMPLETED"]:
             raise SystemExit(f"task ended {states}")
@@ -98,7 +104,7 @@ def main() -> int:
         wall = timed([*tui_argv(), "run", str(tmp / "produce.yaml"), "--db", str(db)], cwd=tmp)
         captures.append(check_output(db, n, expect))
         db_size = sum(p.stat().st_size for p in tmp.glob(f"tui-{i}.sqlite*"))
-        print(f"  stored: {n} rows ok, database {db_size / 1e6:.0f} MB", file=sys.stderr)
+        print(f"  stored: {n} lines ok, database {db_size / 1e6:.0f} MB", file=sys.stderr)
         for p in tmp.glob(f"tui-{i}.sqlite*"):
             p.unlink()  # ~100 MB each
         return wall

@@ -19,6 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
+from tui.store.chunks import stored_lines
+from tui.store.records import OutputLine
+
 TUI = [sys.executable, "-m", "tui"]
 RUN_TIMEOUT = 60.0  # seconds any one `tui` invocation may take before the test fails
 POLL = 0.02  # seconds between looks at a condition we wait for (not a synchronisation sleep)
@@ -160,6 +163,15 @@ class Tui:
             raise
         finally:
             conn.close()
+
+    def output(self, where: str = "1 = 1", args: tuple[Any, ...] = ()) -> list[OutputLine]:
+        """Stored output lines (split out of their chunk rows), oldest first."""
+        rows = self.sql(
+            "SELECT id, task_id, run_id, stream, seq, at, text, lines FROM output"
+            f" WHERE {where} ORDER BY id",
+            args,
+        )
+        return list(stored_lines(rows))
 
     def transitions(self) -> list[tuple[int, str, str | None, str, str]]:
         """(id, task name, from, to, reason) in the order they happened."""

@@ -34,7 +34,7 @@ def test_answer_from_another_shell(tui: Tui) -> None:
 
     run.communicate(timeout=60)
     assert run.returncode == 0
-    assert tui.sql("SELECT text FROM output") == [("got PostgreSQL",)]
+    assert [ln.text for ln in tui.output()] == ["got PostgreSQL"]
     assert open_questions(tui) == []
 
 

@@ -32,12 +32,9 @@ def test_kill_9_then_run_recovers_every_task(tui: Tui) -> None:
     run = tui.popen("run", str(f), "--concurrency", "3")
 
     def all_held() -> bool:
-        rows = tui.sql(
-            "SELECT k.name FROM output o JOIN tasks k ON k.id = o.task_id"
-            " WHERE o.text = ? AND k.state = 'RUNNING'",
-            (f"line {HOLD_AT}",),
-        )
-        return sorted(r[0] for r in rows) == names
+        running = dict(tui.sql("SELECT id, name FROM tasks WHERE state = 'RUNNING'"))
+        held = {ln.task_id for ln in tui.output() if ln.text == f"line {HOLD_AT}"}
+        return sorted(running[t] for t in held if t in running) == names
 
     wait_until(all_held, f"every task RUNNING with line {HOLD_AT} stored", proc=run)
     open_runs = tui.sql("SELECT id, task_id FROM runs WHERE ended_at IS NULL")
@@ -76,9 +73,7 @@ def test_kill_9_then_run_recovers_every_task(tui: Tui) -> None:
 
     # No line stored twice: within each run, seq is exactly 1..N.
     for (run_id,) in tui.sql("SELECT DISTINCT run_id FROM output"):
-        seqs = [
-            s for (s,) in tui.sql("SELECT seq FROM output WHERE run_id = ? ORDER BY id", (run_id,))
-        ]
+        seqs = [ln.seq for ln in tui.output("run_id = ?", (run_id,))]
         assert seqs == list(range(1, len(seqs) + 1)), (run_id, seqs[:50])
     # The run that completed each task has all its lines, once each, in order.
     for name in names:
@@ -86,12 +81,7 @@ def test_kill_9_then_run_recovers_every_task(tui: Tui) -> None:
         (last_run,) = tui.sql(
             "SELECT id FROM runs WHERE task_id = ? AND outcome = 'COMPLETED'", (task_id,)
         )[0]
-        texts = [
-            t
-            for (t,) in tui.sql(
-                "SELECT text FROM output WHERE run_id = ? AND stream = 1 ORDER BY seq", (last_run,)
-            )
-        ]
+        texts = [ln.text for ln in tui.output("run_id = ? AND stream = 1", (last_run,))]
         assert texts == [f"line {i}" for i in range(1, LINES + 1)]
         # `tui logs` shows the interrupted attempt's lines and then the full second attempt.
         logged = tui("logs", name, "--stream", "stdout").stdout.splitlines()

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tui.store.chunks import stored_lines
+
 ROOT = Path(__file__).resolve().parents[2]
 TUI = Path(sys.executable).parent / "tui"
 
@@ -92,8 +94,10 @@ def test_answer_a_question_in_the_real_app(tmux: Tmux, tmp_path: Path) -> None:
     state = "SELECT state FROM tasks WHERE name = 'choose-database'"
     wait(lambda: db_rows(db, state) == [("COMPLETED",)], "the task to complete")
     wait(lambda: "✓ done" in tmux.screen(), "the list to show it done")
-    lines = db_rows(db, "SELECT text FROM output ORDER BY id")
-    assert lines == [("configuring for PostgreSQL",)]
+    rows = db_rows(
+        db, "SELECT id, task_id, run_id, stream, seq, at, text, lines FROM output ORDER BY id"
+    )
+    assert [ln.text for ln in stored_lines(rows)] == ["configuring for PostgreSQL"]
 
     tmux("send-keys", "-t", "tui", "q")
     wait(lambda: not tmux.alive(), "the app to quit")

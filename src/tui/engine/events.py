@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
+from tui.store.chunks import ChunkRow, LineRow, chunk_rows
 from tui.store.records import EventRecord, OutputLine
 
-OutputRow = tuple[str, int, int, int, float, str]  # task_id, run_id, stream, seq, at, text
+OutputRow = LineRow  # task_id, run_id, stream, seq, at, text
 
 
 class Cursor(NamedTuple):
@@ -19,12 +20,13 @@ class Cursor(NamedTuple):
 
 
 class OutputBatch:
-    """Lines stored together, ids ``first_id..last_id``. Line objects are built only if a
-    viewer looks at them, so a million-line run costs nothing for viewers that don't."""
+    """Lines stored together, ids ``first_id..last_id``. Line rows and objects are built only
+    if a viewer looks at them, so a million-line run costs nothing for viewers that don't."""
 
     def __init__(self, first_id: int, rows: Sequence[OutputRow]) -> None:
         self.first_id = first_id
-        self.rows = rows
+        self.__dict__["rows"] = rows
+        self.count = len(rows)
 
     @classmethod
     def of(cls, lines: Sequence[OutputLine]) -> OutputBatch:
@@ -35,9 +37,34 @@ class OutputBatch:
         batch.__dict__["lines"] = list(lines)
         return batch
 
+    @classmethod
+    def of_chunks(cls, first_id: int, chunks: Sequence[ChunkRow]) -> OutputBatch:
+        """The lines of stored chunks (see ``tui.store.chunks``), split only when read."""
+        batch = cls.__new__(cls)
+        batch.first_id = first_id
+        batch.count = sum(c[6] for c in chunks)
+        batch._chunks = chunks
+        return batch
+
+    @classmethod
+    def of_stored(cls, chunks: Sequence[tuple[int, ChunkRow]]) -> list[OutputBatch]:
+        """Batches of stored (first line id, chunk) pairs; a gap in the ids starts a new one."""
+        out: list[OutputBatch] = []
+        start = 0
+        for i in range(1, len(chunks) + 1):
+            if i < len(chunks) and chunks[i][0] == chunks[i - 1][0] + chunks[i - 1][1][6]:
+                continue
+            out.append(cls.of_chunks(chunks[start][0], [c for _, c in chunks[start:i]]))
+            start = i
+        return out
+
+    @cached_property
+    def rows(self) -> Sequence[OutputRow]:
+        return chunk_rows(self._chunks)
+
     @property
     def last_id(self) -> int:
-        return self.first_id + len(self.rows) - 1
+        return self.first_id + self.count - 1
 
     def after(self, output_id: int) -> OutputBatch | None:
         """The part of this batch newer than ``output_id`` (None if nothing is)."""

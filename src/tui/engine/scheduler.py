@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
 
 from tui.agents.base import Adapter, AdapterError, RunResult
@@ -31,6 +30,7 @@ from tui.engine.retry import retry_delay
 from tui.model.duration import format_duration
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import Task, priority_rank
+from tui.store.chunks import ChunkRow, make_chunks
 from tui.store.db import Store, StoreError, waiting_reason
 from tui.store.records import (
     RAW,
@@ -39,6 +39,7 @@ from tui.store.records import (
     OutputLine,
     QuestionRecord,
     RunRecord,
+    RunStart,
     TaskRecord,
 )
 
@@ -106,7 +107,7 @@ class _Subscriber:
 
 
 def _weight(item: Event) -> int:
-    return len(item.rows) if isinstance(item, OutputBatch) else 1
+    return item.count if isinstance(item, OutputBatch) else 1
 
 
 class _Ctx:
@@ -211,7 +212,8 @@ class Engine:
         # Held while a batch is submitted, so priorities order the whole batch.
         self._batch = asyncio.Lock()
 
-        self._out_rows: list[tuple[str, int, int, int, float, str]] = []
+        self._out_chunks: list[ChunkRow] = []  # one per read: see tui.store.chunks
+        self._out_lines = 0  # lines in _out_chunks
         self._raw_rows: list[tuple[str, int, int, float, str]] = []
         self._out_lock = asyncio.Lock()
         self._flushing: asyncio.Future[None] | None = None
@@ -319,8 +321,8 @@ class Engine:
             except StoreError as e:
                 raise EngineError(str(e)) from None
             self._index(records)
-            for rec in records:
-                await self._check_pending(rec)
+            # Together, so their transitions share store round trips (in this order).
+            await asyncio.gather(*(self._check_pending(rec) for rec in records))
         await self._changed_now()
         return [t.id for t in tasks]
 
@@ -591,7 +593,11 @@ class Engine:
         try:
             last = since if since is not None else self._published
             while True:
-                async for item in self._stored_after(last):
+                # What is published from here on reaches the queue: the store is read only
+                # up to what was published before, or a busy engine would be chased forever.
+                # An engine not running publishes nothing: then the store is all there is.
+                upto = self._published if self._started else None
+                async for item in self._stored_after(last, upto):
                     last = advance(last, item)
                     yield item
                 while not sub.lagging:
@@ -607,15 +613,21 @@ class Engine:
         finally:
             self._subscribers.discard(sub)
 
-    async def _stored_after(self, cursor: Cursor) -> AsyncIterator[Event]:
+    async def _stored_after(self, cursor: Cursor, upto: Cursor | None) -> AsyncIterator[Event]:
         last_event, last_output = cursor
-        while batch := await self.store.read_events(last_event):
+        end = upto or Cursor(sys.maxsize, sys.maxsize)
+        while last_event < end.event_id and (batch := await self.store.read_events(last_event)):
             for ev in batch:
                 yield ev
             last_event = batch[-1].id
-        while lines := await self.store.read_output(after_id=last_output):
-            yield OutputBatch.of(lines)
-            last_output = lines[-1].id
+        while last_output < end.output_id and (
+            chunks := await self.store.read_output_chunks(last_output)
+        ):
+            for batch in OutputBatch.of_stored(chunks):
+                fresh = batch.after(last_output)
+                if fresh is not None:
+                    yield fresh
+                    last_output = fresh.last_id
 
     def _publish(self, item: Event) -> None:
         for sub in self._subscribers:
@@ -736,12 +748,17 @@ class Engine:
                 await self._start_runnable()
             waits = [asyncio.create_task(self._wake.wait())]
             if next_due is not None:
-                waits.append(asyncio.create_task(self.clock.sleep(next_due - self.clock.now())))
+                waits.append(asyncio.create_task(self._sleep_until(next_due)))
             try:
                 await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for w in waits:
                     w.cancel()
+
+    async def _sleep_until(self, when: float) -> None:
+        # The delay is taken when the sleep starts, not when it is scheduled: the clock may
+        # move in between (a test's clock jumps).
+        await self.clock.sleep(when - self.clock.now())
 
     async def _due_retries(self) -> float | None:
         now = self.clock.now()
@@ -786,20 +803,20 @@ class Engine:
             heapq.heappush(self._queue, item)
 
     async def _start(self, rec: TaskRecord) -> None:
-        began = await self.store.begin_run(rec.id, self.id)
+        began = await self.store.start_run(rec.id, self.id)
         if began is None:
             return
-        run_id, attempt = began
+        run_id, attempt = began.run_id, began.attempt
         rec.state, rec.reason, rec.attempts, rec.retry_at = State.RUNNING, "", attempt, None
         run = _Run(rec.id, run_id, attempt)
         run.working.set()
         self._running[rec.id] = run
-        run.runner = asyncio.create_task(self._execute(rec, run), name=f"run-{rec.name}")
+        run.runner = asyncio.create_task(self._execute(rec, run, began), name=f"run-{rec.name}")
         self._runners.add(run.runner)
         run.runner.add_done_callback(self._runners.discard)
         await self._changed_now()
 
-    async def _execute(self, rec: TaskRecord, run: _Run) -> None:
+    async def _execute(self, rec: TaskRecord, run: _Run, began: RunStart) -> None:
         watchdog = None
         if rec.task.timeout > 0:
             watchdog = asyncio.create_task(self._watchdog(run, rec.task.timeout))
@@ -811,7 +828,7 @@ class Engine:
                     error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
                 )
             else:
-                result = await adapter.run(await self._context(run, rec))
+                result = await adapter.run(self._context(run, rec, began))
         except AdapterError as e:
             result = RunResult(State.FAILED, error=str(e))
         except asyncio.CancelledError:
@@ -826,14 +843,14 @@ class Engine:
                 await terminate_group(run.ident.pgid, grace=0.5)
         await self._finish(rec, run, result)
 
-    async def _context(self, run: _Run, rec: TaskRecord) -> _Ctx:
+    def _context(self, run: _Run, rec: TaskRecord, began: RunStart) -> _Ctx:
         ctx = _Ctx(self, run, rec)
-        ctx.previous_runs = [r for r in await self.store.runs(rec.id) if r.id != run.run_id]
+        ctx.previous_runs = began.previous_runs
         # Answers that arrived after the run that asked had ended: the next run resumes with them.
         last_end = max((r.ended_at or 0 for r in ctx.previous_runs), default=0)
         ctx.late_answers = [
             q
-            for q in await self.store.questions(task_id=rec.id, open_only=False)
+            for q in began.questions
             if q.status == "answered" and q.kind != "review" and (q.answered_at or 0) > last_end
         ]
         return ctx
@@ -903,22 +920,14 @@ class Engine:
             for text in lines:
                 run.raw_seq += 1
                 self._raw_rows.append((run.task_id, run.run_id, run.raw_seq, now, text))
-        else:
-            n, first = len(lines), run.seq + 1
-            run.seq += n
-            self._out_rows.extend(
-                zip(
-                    repeat(run.task_id, n),
-                    repeat(run.run_id, n),
-                    repeat(stream, n),
-                    range(first, first + n),
-                    repeat(now, n),
-                    lines,
-                    strict=True,
-                )
+        elif lines:
+            self._out_chunks += make_chunks(
+                run.task_id, run.run_id, stream, run.seq + 1, now, lines
             )
+            run.seq += len(lines)
+            self._out_lines += len(lines)
         self._out_ready.set()
-        if len(self._out_rows) >= FLUSH_HIGH_WATER:
+        if self._out_lines >= FLUSH_HIGH_WATER:
             # Double-buffered: one batch is written while the next fills. Only when the
             # writer is a whole batch behind does the producer wait (its pipe then fills).
             if self._flushing is not None and not self._flushing.done():
@@ -927,13 +936,13 @@ class Engine:
 
     async def _flush_output(self) -> None:
         async with self._out_lock:
-            rows, self._out_rows = self._out_rows, []
+            chunks, self._out_chunks, self._out_lines = self._out_chunks, [], 0
             raw, self._raw_rows = self._raw_rows, []
             await self.store.append_raw(raw)
-            if not rows:
+            if not chunks:
                 return
-            first_id = await self.store.append_output(rows)
-            batch = OutputBatch(first_id, rows)
+            first_id = await self.store.append_chunks(chunks)
+            batch = OutputBatch.of_chunks(first_id, chunks)
             self._published = self._published._replace(output_id=batch.last_id)
             self._publish(batch)
 

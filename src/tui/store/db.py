@@ -15,6 +15,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,7 +23,15 @@ import aiosqlite
 
 from tui.model.states import State, valid_transition
 from tui.model.task import Task, priority_rank
-from tui.store.records import EventRecord, OutputLine, QuestionRecord, RunRecord, TaskRecord
+from tui.store.chunks import ChunkRow, LineRow, group_rows, stored_lines
+from tui.store.records import (
+    EventRecord,
+    OutputLine,
+    QuestionRecord,
+    RunRecord,
+    RunStart,
+    TaskRecord,
+)
 from tui.store.schema import MIGRATIONS
 
 T = TypeVar("T")
@@ -41,7 +50,7 @@ _RUN_COLS = (
     " outcome, error, cost_usd, tokens_in, tokens_out, session_id"
 )
 _EVENT_COLS = "id, task_id, kind, from_state, to_state, reason, data, at"
-_OUT_COLS = "id, task_id, run_id, stream, seq, at, text"
+_OUT_COLS = "id, task_id, run_id, stream, seq, at, text, lines"
 _Q_COLS = "id, task_id, run_id, kind, payload, status, answer, created_at, answered_at"
 
 
@@ -109,9 +118,12 @@ class Store:
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
-        # One connection serves every coroutine; the lock keeps transactions whole and
-        # makes journal delivery follow commit order.
-        self._lock = asyncio.Lock()
+        # One connection serves every coroutine. Calls made while the database thread is
+        # busy queue up and then go over together: one thread hop runs all of them, each
+        # still in its own transaction, in call order (a hop costs more than a small
+        # transaction). Journal rows reach on_event in commit order.
+        self._queued: list[tuple[Callable[[_Tx], Any], bool, asyncio.Future[Any]]] = []
+        self._runner: asyncio.Task[None] | None = None
         self.on_event: Callable[[EventRecord], None] | None = None
 
     # -- opening -----------------------------------------------------------------------------
@@ -141,16 +153,53 @@ class Store:
         return store
 
     async def close(self) -> None:
+        if self._runner is not None:
+            await asyncio.shield(self._runner)  # calls already queued still run
         await self._conn.close()
 
     async def _call(self, fn: Callable[[_Tx], T], *, write: bool = True) -> T:
-        async with self._lock:
-            # aiosqlite's worker runs the whole function in its thread: one hop per call.
-            result, events = await self._conn._execute(_in_thread, self._conn, fn, write)
-            if events and self.on_event is not None:
-                for ev in events:
-                    self.on_event(ev)
-            return result
+        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queued.append((fn, write, fut))
+        if self._runner is None:
+            self._runner = asyncio.create_task(self._run_queued())
+        return await fut
+
+    async def _run_queued(self) -> None:
+        try:
+            while self._queued:
+                # A call whose caller was cancelled while it waited never runs.
+                jobs = [j for j in self._queued if not j[2].cancelled()]
+                self._queued = []
+                if not jobs:
+                    continue
+                try:
+                    # aiosqlite's worker runs the whole batch in its thread: one hop.
+                    outcomes = await self._conn._execute(
+                        _in_thread, self._conn, [(fn, write) for fn, write, _ in jobs]
+                    )
+                except BaseException as e:  # the connection itself failed
+                    for _, _, fut in jobs:
+                        if not fut.done():
+                            fut.set_exception(e)
+                    raise
+                for i, ((_, _, fut), (ok, value, events)) in enumerate(
+                    zip(jobs, outcomes, strict=True)
+                ):
+                    # The caller resumes first, then whoever its journal rows wake, as if it
+                    # had been the only call: a viewer woken by an event finds the engine's
+                    # memory already updated by the call that wrote it.
+                    if not fut.done():
+                        if ok:
+                            fut.set_result(value)
+                        else:
+                            fut.set_exception(value)
+                    if events and self.on_event is not None:
+                        for ev in events:
+                            self.on_event(ev)
+                    if i < len(jobs) - 1:
+                        await asyncio.sleep(0)
+        finally:
+            self._runner = None
 
     # -- tasks -------------------------------------------------------------------------------
 
@@ -323,9 +372,15 @@ class Store:
 
     async def begin_run(self, task_id: str, engine_id: str) -> tuple[int, int] | None:
         """QUEUED → RUNNING plus a new run row, in one transaction. Returns (run_id, attempt)."""
+        began = await self.start_run(task_id, engine_id)
+        return (began.run_id, began.attempt) if began else None
+
+    async def start_run(self, task_id: str, engine_id: str) -> RunStart | None:
+        """``begin_run``, and in the same transaction what the new attempt may need to know:
+        the task's earlier runs and every question asked about it."""
         now = time.time()
 
-        def tx(t: _Tx) -> tuple[int, int] | None:
+        def tx(t: _Tx) -> RunStart | None:
             row = t.one("SELECT state, attempts FROM tasks WHERE id = ?", (task_id,))
             if not row or row[0] != State.QUEUED.value:
                 return None
@@ -349,7 +404,21 @@ class Store:
                 {"run_id": run_id, "attempt": attempt},
                 now,
             )
-            return run_id, attempt
+            runs = t.all(
+                f"SELECT {_RUN_COLS} FROM runs WHERE task_id = ? AND id != ? ORDER BY id",
+                (task_id, run_id),
+            )
+            questions = t.all(
+                f"SELECT {_Q_COLS} FROM questions WHERE task_id = ?"
+                " ORDER BY created_at DESC, rowid DESC",
+                (task_id,),
+            )
+            return RunStart(
+                run_id,
+                attempt,
+                [RunRecord(*r) for r in runs],
+                [QuestionRecord.from_row(r) for r in questions],
+            )
 
         return await self._call(tx)
 
@@ -438,21 +507,31 @@ class Store:
 
     # -- output ------------------------------------------------------------------------------
 
-    async def append_output(self, rows: Sequence[tuple[str, int, int, int, float, str]]) -> int:
-        """Store a batch of (task_id, run_id, stream, seq, at, text); returns the first id.
+    async def append_output(self, rows: Sequence[LineRow]) -> int:
+        """Store a batch of (task_id, run_id, stream, seq, at, text) lines; returns the first id.
 
-        Inside BEGIN IMMEDIATE nobody else writes, so the batch takes ids first..first+n-1.
+        Consecutive lines of one read are stored as one chunk row (see ``tui.store.chunks``).
         """
-        if not rows:
+        return await self.append_chunks(group_rows(rows))
+
+    async def append_chunks(self, chunks: Sequence[ChunkRow]) -> int:
+        """Store chunks of lines; returns the id of the first line.
+
+        Inside BEGIN IMMEDIATE nobody else writes, so the batch's lines take the ids that
+        follow the last stored line, in order.
+        """
+        if not chunks:
             return 0
 
         def tx(t: _Tx) -> int:
-            (last,) = t.one("SELECT COALESCE(MAX(id), 0) FROM output")
+            first = _last_output_id(t) + 1
+            ids = accumulate((c[6] for c in chunks[:-1]), initial=first)
             t.db.executemany(
-                "INSERT INTO output (task_id, run_id, stream, seq, at, text) VALUES (?,?,?,?,?,?)",
-                rows,
+                "INSERT INTO output (id, task_id, run_id, stream, seq, at, text, lines)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                [(i, *c) for i, c in zip(ids, chunks, strict=True)],
             )
-            return int(last) + 1
+            return first
 
         return await self._call(tx)
 
@@ -485,29 +564,61 @@ class Store:
         limit: int = 10_000,
         stream: int | None = None,
     ) -> list[OutputLine]:
+        """Up to ``limit`` lines with ids after ``after_id``, oldest first."""
+        # Start at the chunk holding line after_id + 1 (it may begin before it).
+        sql = (
+            f"SELECT {_OUT_COLS} FROM output WHERE id >= (SELECT COALESCE(MAX(id), 0)"
+            " FROM output WHERE id <= ?) AND id + lines - 1 > ?"
+        )
+        args: list[Any] = [after_id + 1, after_id]
         if task_id is not None:
-            sql = (
-                f"SELECT {_OUT_COLS} FROM output WHERE run_id IN"
-                " (SELECT id FROM runs WHERE task_id = ?) AND id > ?"
-            )
-            args: list[Any] = [task_id, after_id]
-        else:
-            sql = f"SELECT {_OUT_COLS} FROM output WHERE id > ?"
-            args = [after_id]
+            sql += " AND run_id IN (SELECT id FROM runs WHERE task_id = ?)"
+            args.append(task_id)
         if stream is not None:
             sql += " AND stream = ?"
             args.append(stream)
-        sql += " ORDER BY id LIMIT ?"
-        args.append(limit)
-        rows = await self._call(lambda t: t.all(sql, args), write=False)
-        return [OutputLine(*r) for r in rows]
+        sql += " ORDER BY id"
+
+        def tx(t: _Tx) -> list[OutputLine]:
+            out: list[OutputLine] = []
+            # Row by row: a page needs only as many chunks as hold `limit` lines.
+            for row in t.db.execute(sql, args):
+                out.extend(ln for ln in stored_lines([row]) if ln.id > after_id)
+                if len(out) >= limit:
+                    break
+            return out[:limit]
+
+        return await self._call(tx, write=False)
+
+    async def read_output_chunks(
+        self, after_id: int = 0, limit: int = 10_000
+    ) -> list[tuple[int, ChunkRow]]:
+        """(first line id, chunk) of the chunks holding lines after ``after_id``, oldest first,
+        until they hold at least ``limit`` lines. The first may begin at or before ``after_id``:
+        the event stream hands chunks on unsplit, so catching up costs nothing per line."""
+
+        def tx(t: _Tx) -> list[tuple[int, ChunkRow]]:
+            out: list[tuple[int, ChunkRow]] = []
+            lines = 0
+            for id_, *chunk in t.db.execute(
+                f"SELECT {_OUT_COLS} FROM output WHERE id >= (SELECT COALESCE(MAX(id), 0)"
+                " FROM output WHERE id <= ?) AND id + lines - 1 > ? ORDER BY id",
+                (after_id + 1, after_id),
+            ):
+                out.append((id_, tuple(chunk)))  # type: ignore[arg-type]
+                lines += chunk[6]
+                if lines >= limit:
+                    break
+            return out
+
+        return await self._call(tx, write=False)
 
     async def output_index(self, task_id: str) -> list[tuple[int, int]]:
         """(run_id, number of lines) for each run of a task, oldest first: a log view's map."""
         rows = await self._call(
             lambda t: t.all(
-                "SELECT r.id, (SELECT COALESCE(MAX(seq), 0) FROM output o WHERE o.run_id = r.id)"
-                " FROM runs r WHERE r.task_id = ? ORDER BY r.id",
+                "SELECT r.id, COALESCE((SELECT seq + lines - 1 FROM output o WHERE o.run_id = r.id"
+                " ORDER BY seq DESC LIMIT 1), 0) FROM runs r WHERE r.task_id = ? ORDER BY r.id",
                 (task_id,),
             ),
             write=False,
@@ -518,13 +629,14 @@ class Store:
         """Lines ``first_seq..last_seq`` (1-based, inclusive) of one run."""
         rows = await self._call(
             lambda t: t.all(
-                f"SELECT {_OUT_COLS} FROM output WHERE run_id = ? AND seq BETWEEN ? AND ?"
+                f"SELECT {_OUT_COLS} FROM output WHERE run_id = ? AND seq <= ? AND seq >="
+                " (SELECT COALESCE(MAX(seq), 0) FROM output WHERE run_id = ? AND seq <= ?)"
                 " ORDER BY seq",
-                (run_id, first_seq, last_seq),
+                (run_id, last_seq, run_id, first_seq),
             ),
             write=False,
         )
-        return [OutputLine(*r) for r in rows]
+        return [ln for ln in stored_lines(rows) if first_seq <= ln.seq <= last_seq]
 
     # -- the journal -------------------------------------------------------------------------
 
@@ -558,8 +670,7 @@ class Store:
 
         def tx(t: _Tx) -> tuple[int, int]:
             (e,) = t.one("SELECT COALESCE(MAX(id), 0) FROM events")
-            (o,) = t.one("SELECT COALESCE(MAX(id), 0) FROM output")
-            return int(e), int(o)
+            return int(e), _last_output_id(t)
 
         return await self._call(tx, write=False)
 
@@ -745,19 +856,28 @@ class Store:
 
 
 def _in_thread(
-    conn: aiosqlite.Connection, fn: Callable[[_Tx], T], write: bool
-) -> tuple[T, list[EventRecord]]:
-    t = _Tx(conn._conn)
-    if not write:
-        return fn(t), []
-    t.db.execute("BEGIN IMMEDIATE")
-    try:
-        result = fn(t)
-    except BaseException:
-        t.db.execute("ROLLBACK")
-        raise
-    t.db.execute("COMMIT")
-    return result, t.events
+    conn: aiosqlite.Connection, jobs: list[tuple[Callable[[_Tx], Any], bool]]
+) -> list[tuple[bool, Any, list[EventRecord]]]:
+    """Run each job in its own transaction: (ok, result or exception, journal rows)."""
+    out: list[tuple[bool, Any, list[EventRecord]]] = []
+    for fn, write in jobs:
+        t = _Tx(conn._conn)
+        try:
+            if not write:
+                out.append((True, fn(t), []))
+                continue
+            t.db.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(t)
+            except BaseException:
+                t.db.execute("ROLLBACK")
+                raise
+            t.db.execute("COMMIT")
+        except Exception as e:
+            out.append((False, e, []))
+            continue
+        out.append((True, result, t.events))
+    return out
 
 
 def _setup(t: _Tx) -> None:
@@ -782,6 +902,12 @@ def _setup(t: _Tx) -> None:
         t.db.execute("ROLLBACK")
         raise
     t.db.execute("COMMIT")
+
+
+def _last_output_id(t: _Tx) -> int:
+    """The id of the newest stored line (the last line of the newest chunk)."""
+    row = t.one("SELECT id + lines - 1 FROM output ORDER BY id DESC LIMIT 1")
+    return int(row[0]) if row else 0
 
 
 def _existing_ids(t: _Tx, ids: Sequence[str]) -> set[str]:

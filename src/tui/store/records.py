@@ -94,6 +94,17 @@ class RunRecord:
     session_id: str
 
 
+@dataclass
+class RunStart:
+    """A run just begun (``Store.start_run``), with the task's history read in the same
+    transaction."""
+
+    run_id: int
+    attempt: int
+    previous_runs: list[RunRecord]
+    questions: list[QuestionRecord]  # every question about the task, newest first
+
+
 @dataclass(frozen=True)
 class OutputLine:
     id: int

@@ -119,4 +119,9 @@ MIGRATIONS: list[str] = [
         stopped_at REAL
     );
     """,
+    # v2: one output row per read chunk (see tui.store.chunks): `lines` lines joined by "\n",
+    # numbered from `seq`, ids from `id`. Existing rows are one line each, so they stay valid.
+    """
+    ALTER TABLE output ADD COLUMN lines INTEGER NOT NULL DEFAULT 1;
+    """,
 ]
