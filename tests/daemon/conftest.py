@@ -3,6 +3,7 @@ socket the way the app and the CLI attach."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 
 from tui.daemon.lifecycle import ensure
 from tui.daemon.remote import RemoteEngine
+from tui.store.chunks import stored_lines
+from tui.store.records import OutputLine
 
 
 @pytest.fixture
@@ -23,3 +26,16 @@ async def viewer(db: Path) -> AsyncIterator[RemoteEngine]:
     remote = await ensure(db, concurrency=4)
     yield remote
     await remote.aclose()
+
+
+def stored_output(db: Path, where: str = "1 = 1") -> list[OutputLine]:
+    """The output lines in the database file (split out of their chunk rows), oldest first."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "SELECT id, task_id, run_id, stream, seq, at, text, lines FROM output"
+            f" WHERE {where} ORDER BY id"
+        ).fetchall()
+    finally:
+        con.close()
+    return list(stored_lines(rows))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import shell_task
+from tests.daemon.conftest import stored_output
 
 from tui.daemon.lifecycle import attach
 from tui.daemon.remote import RemoteEngine
@@ -107,7 +108,7 @@ async def test_detach_and_reattach_without_gap_or_duplicate(
     assert [ln for _, ln in lines] == [f"a{i}" for i in range(1, 301)] + [
         f"b{i}" for i in range(1, 301)
     ]
-    assert [i for i, _ in lines] == [r[0] for r in db_rows(db, "SELECT id FROM output ORDER BY id")]
+    assert [i for i, _ in lines] == [ln.id for ln in stored_output(db)]
     events = first.event_ids + second.event_ids + rest.event_ids
     assert events == [r[0] for r in db_rows(db, "SELECT id FROM events ORDER BY id")]
 
@@ -139,7 +140,7 @@ async def test_two_viewers_answer_one_question_exactly_once(viewer: RemoteEngine
             await watch(remote, since, seen, state_is(tid, "COMPLETED"))
         assert await other.questions() == []
         winner = "SQLite" if replies[0] is won[0] else "PostgreSQL"
-        assert db_rows(db, "SELECT text FROM output") == [(f"got {winner}",)]
+        assert [ln.text for ln in stored_output(db)] == [f"got {winner}"]
     finally:
         await other.aclose()
 

@@ -14,13 +14,21 @@ from pathlib import Path
 
 from tests.cli.cli_support import marker_processes
 from tests.conftest import shell_task
+from tests.daemon.conftest import stored_output
 
 from tui.daemon.lifecycle import _alive, ensure
 from tui.daemon.remote import RemoteEngine
 from tui.engine.events import Notice, OutputBatch
 from tui.model.states import State, valid_transition
+from tui.store.records import OutputLine
 
 ROUNDS = 20
+
+
+def seq(line: OutputLine) -> int:
+    return line.seq
+
+
 TASKS = 50
 
 
@@ -106,13 +114,11 @@ async def test_sigkill_the_daemon_at_random_points(db: Path) -> None:
     ):
         assert frm is None or valid_transition(State(frm), State(to)), (tid, frm, to, context)
     # No line a viewer was shown is lost or changed.
-    stored = dict(rows(db, "SELECT id, text FROM output"))
+    stored = {ln.id: ln.text for ln in stored_output(db)}
     assert {i: stored.get(i) for i in seen} == seen, context
     # Each attempt's lines are whole and in order; the last attempt of each task has all 20.
     for r in records:
         [(run_id,)] = rows(db, f"SELECT max(id) FROM runs WHERE task_id = '{r.id}'")
-        texts = [
-            t for (t,) in rows(db, f"SELECT text FROM output WHERE run_id = {run_id} ORDER BY seq")
-        ]
+        texts = [ln.text for ln in sorted(stored_output(db, f"run_id = {run_id}"), key=seq)]
         assert texts == [f"{r.name}-{i}" for i in range(1, 21)], (r.name, context)
     assert marker_processes(marker) == [], f"orphaned agent processes {context}"
