@@ -16,7 +16,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 
 from tui.app import actions
 from tui.app.help_screen import HelpScreen
-from tui.app.keymap import load_keymap
+from tui.app.keymap import keymap_from
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
 from tui.app.themes import DEFAULT_THEME, discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
@@ -24,6 +24,7 @@ from tui.app.widgets.dag_view import DagNode, DagView
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
 from tui.app.widgets.task_list import SORTS, TaskFilter, TaskList
+from tui.config.load import load_settings
 from tui.engine.events import OutputBatch
 from tui.engine.scheduler import Engine, EngineError
 from tui.model.issues import TaskFileError
@@ -63,7 +64,9 @@ class TuiApp(App[None]):
         super().__init__()
         self._engine_factory = None if isinstance(engine, Engine) else engine
         self.engine: Engine = engine if isinstance(engine, Engine) else None  # type: ignore[assignment]
-        self._osc: OscMode = osc if osc is not None else default_osc_mode()
+        settings, config_issues = load_settings()
+        self._osc: OscMode = osc if osc is not None else default_osc_mode(settings.notifications)
+        self._default_theme = settings.theme or DEFAULT_THEME
         self._remember_theme = remember_theme
         self._toasts = toasts
         self._dirty: set[str] = set()
@@ -72,9 +75,10 @@ class TuiApp(App[None]):
         self._finished: list[str] = []
         self._prompt_purpose = ""
         self._selected: str | None = None
-        self._keymap_problems: list[str] = []
+        self._keymap_problems = [f"{i}; settings left as default" for i in config_issues]
         if keymap is None:
-            keymap, self._keymap_problems = load_keymap()
+            keymap, problems = keymap_from(settings.keys)
+            self._keymap_problems += problems
         if keymap:
             self.set_keymap(keymap)
         if os.environ.get("SSH_CONNECTION"):
@@ -143,7 +147,7 @@ class TuiApp(App[None]):
             self.register_theme(theme)
         self._theme_errors = loaded.errors
         remembered = load_ui_state().get("theme") if self._remember_theme else None
-        self.theme = pick_theme(remembered or DEFAULT_THEME, self.available_themes)
+        self.theme = pick_theme(remembered or self._default_theme, self.available_themes)
 
     def on_ready(self) -> None:
         for error in self._theme_errors:

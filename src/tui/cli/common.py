@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from tui.config.load import settings_or_raise
+from tui.config.schema import DEFAULT_CONCURRENCY, DEFAULT_SHELL
 from tui.store.db import Store
 from tui.store.paths import default_db_path
 from tui.store.records import EventRecord
@@ -15,11 +18,18 @@ from tui.store.records import EventRecord
 
 @asynccontextmanager
 async def open_store(db: str | None) -> AsyncIterator[Store]:
-    store = await Store.open(default_db_path(db))
+    store = await Store.open(default_db_path(db, lambda: settings_or_raise().database))
     try:
         yield store
     finally:
         await store.close()
+
+
+def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
+    """(concurrency, shell): the command-line flag, else the config, else the built-in."""
+    settings = settings_or_raise()
+    concurrency = args.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
+    return concurrency, args.shell or settings.shell or DEFAULT_SHELL
 
 
 def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from tui.cli.common import err, open_store
+from tui.cli.common import engine_settings, err, open_store
 from tui.engine.client import live_engine_pid
 from tui.model.loader import load_task_files
 
@@ -34,7 +34,6 @@ async def cmd_open(args: argparse.Namespace) -> int:
             tasks = result.tasks
         from tui.app.run_app import run_app
 
-        await run_app(
-            store, tasks, concurrency=args.concurrency, mouse=not args.no_mouse, shell=args.shell
-        )
+        concurrency, shell = engine_settings(args)
+        await run_app(store, tasks, concurrency=concurrency, mouse=not args.no_mouse, shell=shell)
     return 0

@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from tui.cli.common import err, open_store, print_transition
+from tui.cli.common import engine_settings, err, open_store, print_transition
 from tui.engine.client import InboxClient, live_engine_pid
 from tui.engine.events import Cursor, OutputBatch
 from tui.engine.scheduler import Engine
@@ -53,11 +53,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
         pid = await live_engine_pid(store)
         if pid is not None:
             return await _run_via_engine(store, pid, tasks, args)
+        concurrency, shell = engine_settings(args)
         engine = Engine(
-            store,
-            concurrency=args.concurrency,
-            auto_approve=not args.manual_approve,
-            shell=args.shell,
+            store, concurrency=concurrency, auto_approve=not args.manual_approve, shell=shell
         )
         return await _run_here(engine, tasks, args.json)
 
