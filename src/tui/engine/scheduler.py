@@ -136,6 +136,7 @@ class _Ctx:
         path = os.environ.get("PATH", os.defpath)
         self.env = {
             **os.environ,
+            **rec.task.agent.env,
             "PATH": f"{path}{os.pathsep}{os.path.dirname(sys.executable)}",
             "TUI_TASK_ID": rec.id,
             "TUI_RUN_ID": str(run.run_id),

@@ -84,6 +84,9 @@ class AgentConfig(_Model):
     system_prompt_append: str = ""
     additional_args: list[str] = Field(default_factory=list)
     skip_planning: bool = False
+    # Extension: environment for the agent's process (a config agent's env and bin, and a
+    # shell agent's prompt in $TUI_PROMPT). tui's own TUI_* variables win over it.
+    env: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("type", mode="before")
     @classmethod
