@@ -67,9 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
-    from tui.cli import human
+    from tui.cli import config_cmd, doctor, human, task
 
-    human.add_parsers(sub, db)
+    for group in (human, task, config_cmd, doctor):
+        group.add_parsers(sub, db)
     return p
 
 
@@ -124,7 +125,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         "accept": human.cmd_review,
         "reject": human.cmd_review,
     }
-    return await handlers[args.command](args)
+    handler = getattr(args, "handler", None) or handlers[args.command]
+    return await handler(args)
 
 
 if __name__ == "__main__":

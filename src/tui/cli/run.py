@@ -50,14 +50,21 @@ async def cmd_run(args: argparse.Namespace) -> int:
                     "`tui run` and no file, or `tui retry ID`)"
                 )
                 return 1
-        pid = await live_engine_pid(store)
-        if pid is not None:
-            return await _run_via_engine(store, pid, tasks, args)
-        concurrency, shell = engine_settings(args)
-        engine = Engine(
-            store, concurrency=concurrency, auto_approve=not args.manual_approve, shell=shell
-        )
-        return await _run_here(engine, tasks, args.json)
+        return await run_tasks(store, tasks, args)
+
+
+async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -> int:
+    """Run ``tasks`` (and what the database left unfinished) until final: here, or through an
+    engine another process runs on this database. ``args``: concurrency, shell,
+    manual_approve, json."""
+    pid = await live_engine_pid(store)
+    if pid is not None:
+        return await _run_via_engine(store, pid, tasks, args.json)
+    concurrency, shell = engine_settings(args)
+    engine = Engine(
+        store, concurrency=concurrency, auto_approve=not args.manual_approve, shell=shell
+    )
+    return await _run_here(engine, tasks, args.json)
 
 
 async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
@@ -124,9 +131,7 @@ def _summary(records: Sequence[TaskRecord | None]) -> int:
     return 0 if ok else 1
 
 
-async def _run_via_engine(
-    store: Store, pid: int, tasks: list[Task], args: argparse.Namespace
-) -> int:
+async def _run_via_engine(store: Store, pid: int, tasks: list[Task], as_json: bool) -> int:
     """Another process schedules this database: hand it the tasks and watch them finish."""
     if not tasks:
         err(
@@ -143,7 +148,7 @@ async def _run_via_engine(
         for ev in await store.read_events(since):
             since = ev.id
             if ev.task_id in ids and ev.to_state is not None:
-                print_transition(ev, names[ev.task_id], args.json)
+                print_transition(ev, names[ev.task_id], as_json)
         records = [await store.get_task(i) for i in ids]
         if all(r is not None and r.settled for r in records):
             return _summary(records)

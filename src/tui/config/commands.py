@@ -16,10 +16,13 @@ class CommandResult:
 
 
 async def run_command(command: str, *, shell: str, timeout: float, cwd: str) -> CommandResult:
+    return await run_argv([shell, "-c", command], timeout=timeout, cwd=cwd)
+
+
+async def run_argv(argv: list[str], *, timeout: float, cwd: str | None = None) -> CommandResult:
+    """Run ``argv`` to its end or ``timeout`` (0 = none); OSError when it cannot start."""
     proc = await asyncio.create_subprocess_exec(
-        shell,
-        "-c",
-        command,
+        *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,

@@ -55,6 +55,11 @@ class TemplateSource(Protocol):
     async def make_task(self, name: str, request: TaskRequest) -> Task: ...
 
 
+def template_sources(config: Config) -> list[TemplateSource]:
+    """Every source of runnable templates, in lookup order (Taskfile tasks join here)."""
+    return [ConfigTemplates(config)]
+
+
 def all_templates(sources: list[TemplateSource]) -> list[Template]:
     return [t for s in sources for t in s.templates()]
 
@@ -174,3 +179,8 @@ def _project_dir(config: Config, item: Item[TaskTemplate]) -> Path:
 def bin_env(kind: str) -> str:
     """The adapter's variable naming its CLI (e.g. TUI_CLAUDE_BIN)."""
     return str(importlib.import_module(f"tui.agents.{kind}").BIN_ENV)
+
+
+def not_found_hint(kind: str) -> str:
+    """The adapter's own words for a missing CLI (how to install it)."""
+    return str(importlib.import_module(f"tui.agents.{kind}").NOT_FOUND)

@@ -1,0 +1,67 @@
+"""`tui task NAME|ALIAS ["instructions"]` runs a template; `tui task --list` shows them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tui.cli.common import err, open_store
+from tui.cli.run import run_tasks
+from tui.config.load import load_config
+from tui.config.templates import (
+    TaskRequest,
+    TemplateError,
+    TemplateSource,
+    all_templates,
+    find,
+    template_sources,
+)
+
+
+def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("task", parents=[db], help="create and run a task from a template")
+    p.add_argument("name", nargs="?", metavar="NAME", help="template name or alias")
+    p.add_argument("instructions", nargs="?", default="", help="your text for {instructions}")
+    p.add_argument("--role", default="", metavar="R")
+    p.add_argument("--agent", default="", metavar="A")
+    p.add_argument("--model", default="", metavar="M", help="a model or the agent's short name")
+    p.add_argument("--list", action="store_true", help="list every template and its source")
+    p.add_argument("--json", action="store_true", help="JSON output (list or transitions)")
+    p.set_defaults(handler=cmd_task, concurrency=None, shell=None, manual_approve=False)
+
+
+async def cmd_task(args: argparse.Namespace) -> int:
+    config = load_config()  # raises ConfigError with every problem
+    for w in config.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    sources = template_sources(config)
+    if args.list:
+        _print_list(sources, args.json)
+        return 0
+    if not args.name:
+        err('name a template: `tui task NAME ["instructions"]` (`tui task --list` shows them)')
+        return 2
+    try:
+        source, template = find(sources, args.name)
+        request = TaskRequest(args.instructions, args.role, args.agent, args.model)
+        task = await source.make_task(template.name, request)
+    except TemplateError as e:
+        err(str(e))
+        return 2
+    async with open_store(args.db) as store:
+        return await run_tasks(store, [task], args)
+
+
+def _print_list(sources: list[TemplateSource], as_json: bool) -> None:
+    templates = all_templates(sources)
+    if as_json:
+        print(json.dumps([t.as_json() for t in templates], indent=2))
+        return
+    if not templates:
+        print("no templates: add [tasks.NAME] to config.toml", file=sys.stderr)
+        return
+    width = max(len(t.name) for t in templates)
+    for t in templates:
+        alias = f"({t.alias})" if t.alias else ""
+        print(f"{t.name:<{width}}  {alias:<10} {t.source:<8} {t.description}".rstrip())
