@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.command import SimpleCommand
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
@@ -24,10 +26,19 @@ from tui.app.widgets.dag_view import DagNode, DagView
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
 from tui.app.widgets.task_list import SORTS, TaskFilter, TaskList
-from tui.config.load import load_settings
+from tui.config.load import ConfigError, load_config, load_settings
+from tui.config.templates import (
+    TaskRequest,
+    Template,
+    TemplateError,
+    TemplateSource,
+    all_templates,
+    find,
+    template_sources,
+)
 from tui.engine.events import OutputBatch
 from tui.engine.scheduler import Engine, EngineError
-from tui.model.issues import TaskFileError
+from tui.model.issues import Issue, TaskFileError
 from tui.model.loader import load_task_files
 from tui.model.states import UNSUCCESSFUL, State
 from tui.store.records import OutputLine
@@ -74,6 +85,7 @@ class TuiApp(App[None]):
         self._graph_dirty = True
         self._finished: list[str] = []
         self._prompt_purpose = ""
+        self._template: tuple[TemplateSource, Template] | None = None
         self._selected: str | None = None
         self._keymap_problems = [f"{i}; settings left as default" for i in config_issues]
         if keymap is None:
@@ -364,6 +376,56 @@ class TuiApp(App[None]):
     def action_open_file(self) -> None:
         self._open_prompt("open", "Task file or folder to submit")
 
+    def action_run_template(self) -> None:
+        try:
+            config = load_config()
+        except ConfigError as e:
+            self._notify_issues(e.issues, "config.toml")
+            return
+        sources = template_sources(config)
+        templates = all_templates(sources)
+        if not templates:
+            self.notify("no templates yet: add [tasks.NAME] to config.toml", severity="warning")
+            return
+        self.search_commands(
+            [
+                SimpleCommand(
+                    t.name + (f" ({t.alias})" if t.alias else ""),
+                    partial(self._template_picked, sources, t),
+                    t.description or f"from the {t.source} config",
+                )
+                for t in templates
+            ],
+            placeholder="Template to run…",
+        )
+
+    def _template_picked(self, sources: list[TemplateSource], template: Template) -> None:
+        self._template = find(sources, template.name)
+        self._open_prompt("template", f"Instructions for {template.name} (may be empty)")
+
+    @work(group="commands")
+    async def _run_template(self, instructions: str) -> None:
+        # A worker: filling the template may run its command (up to command_timeout).
+        assert self._template is not None
+        source, template = self._template
+        try:
+            task = await source.make_task(template.name, TaskRequest(instructions))
+            await self.engine.submit([task])
+        except TaskFileError as e:
+            self._notify_issues(e.issues, template.name)
+            return
+        except (TemplateError, EngineError) as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        self.notify(f"submitted {task.name}")
+        self._graph_dirty = True
+
+    def _notify_issues(self, issues: list[Issue], where: str) -> None:
+        text = "\n".join(str(i) for i in issues[:8])
+        self.notify(
+            text, title=f"{len(issues)} problem(s) in {where}", severity="error", timeout=15
+        )
+
     def action_filter(self) -> None:
         self._open_prompt("filter", "Filter: text state:failed tag:ci (empty clears)")
 
@@ -461,6 +523,8 @@ class TuiApp(App[None]):
             self._log.action_search(value)
         elif purpose == "open" and value:
             await self._submit_file(value)
+        elif purpose == "template":
+            self._run_template(value)
         elif purpose == "reject" and (task_id := self._list.selected_id):
             await self._call(self.engine.reject(task_id, value))
 
@@ -476,10 +540,7 @@ class TuiApp(App[None]):
             result = load_task_files([Path(path).expanduser()], known_ids=known)
             await self.engine.submit(result.tasks)
         except TaskFileError as e:
-            text = "\n".join(str(i) for i in e.issues[:8])
-            self.notify(
-                text, title=f"{len(e.issues)} problem(s) in {path}", severity="error", timeout=15
-            )
+            self._notify_issues(e.issues, path)
             return
         except EngineError as e:
             self.notify(str(e), severity="error", timeout=8)
