@@ -72,9 +72,7 @@ async def test_run_template_from_the_palette(engine: Engine, _isolated_dirs: Pat
         )
 
 
-async def test_a_broken_config_is_reported_not_raised(
-    engine: Engine, _isolated_dirs: Path
-) -> None:
+async def test_a_broken_config_is_reported_not_raised(engine: Engine, _isolated_dirs: Path) -> None:
     (_isolated_dirs / "config.toml").write_text('[tasks.x]\nprompt = "{nope}"\n')
     app = make_app(engine)
     async with app.run_test(size=SIZE) as pilot:
