@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from tui.model.duration import format_duration, parse_duration
+from tui.model.output_format import OutputFormat
 from tui.model.suggest import did_you_mean
 
 
@@ -141,6 +142,8 @@ class Task(_Model):
     depends_on: list[str] = Field(default_factory=list)
     # Extension: a human reviews the result before the task completes.
     review: bool = False
+    # The final result is parsed and checked; a mismatch fails the attempt.
+    output_format: OutputFormat | None = None
 
     @field_validator("id")
     @classmethod
