@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from tui.model.duration import format_duration, parse_duration
 from tui.model.output_format import OutputFormat
 from tui.model.suggest import did_you_mean
+from tui.model.variables import Variable
 
 
 class Priority(StrEnum):
@@ -144,6 +145,10 @@ class Task(_Model):
     review: bool = False
     # The final result is parsed and checked; a mismatch fails the attempt.
     output_format: OutputFormat | None = None
+    # Template variables: declared here (or in the file), used as {{name}} in
+    # agent.instructions and agent.system_prompt_append, filled in by the loader.
+    variables: list[Variable] = Field(default_factory=list)
+    vars: dict[str, str | float | bool] = Field(default_factory=dict)
 
     @field_validator("id")
     @classmethod
