@@ -175,3 +175,28 @@ def test_doctor_database_not_writable(configured: Tui) -> None:
     res = configured("doctor", "--db", str(not_a_dir / "tui.db"), db=False)
     assert res.returncode == 1
     assert f"error   database      {not_a_dir / 'tui.db'}" in res.stdout, str(res)
+
+
+XML = """<task type="atomic" name="count" agent="echo">
+  <description>Count things</description>
+  <inputs><input name="what" required="true"/></inputs>
+  <instructions>Count {{what}}.</instructions>
+  <output_format type="json" schema="number"/>
+</task>
+"""
+
+
+def test_xml_template_with_vars_and_output_format(configured: Tui) -> None:
+    tui = configured
+    (tui.dir / ".tui" / "templates").mkdir()
+    (tui.dir / ".tui" / "templates" / "count.xml").write_text(XML, encoding="utf-8")
+    missing = tui("task", "count")
+    assert missing.returncode == 2
+    assert "--var what: variable 'what' is required" in missing.stderr
+    # The echo agent prints the prompt, which is not a number: output_format fails it.
+    res = tui("task", "count", "--var", "what=`sheep`")
+    assert res.returncode == 1, str(res)
+    (task,) = [t for t in tui.ls() if t["name"] == "count"]
+    assert task["state"] == "FAILED"
+    assert "output_format: result is not JSON" in task["reason"]
+    assert tui("logs", "count", "--stream", "stdout").stdout == "House rules.\n\nCount `sheep`.\n"

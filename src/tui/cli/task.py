@@ -26,6 +26,13 @@ def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) ->
     p.add_argument("--role", default="", metavar="R")
     p.add_argument("--agent", default="", metavar="A")
     p.add_argument("--model", default="", metavar="M", help="a model or the agent's short name")
+    p.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a template variable ({{NAME}}); repeat for more",
+    )
     p.add_argument("--list", action="store_true", help="list every template and its source")
     p.add_argument("--json", action="store_true", help="JSON output (list or transitions)")
     p.set_defaults(handler=cmd_task, concurrency=None, shell=None, manual_approve=False)
@@ -42,9 +49,14 @@ async def cmd_task(args: argparse.Namespace) -> int:
     if not args.name:
         err('name a template: `tui task NAME ["instructions"]` (`tui task --list` shows them)')
         return 2
+    bad = [v for v in args.var if "=" not in v]
+    if bad:
+        err(f"--var {bad[0]!r}: write NAME=VALUE")
+        return 2
+    variables = dict(v.split("=", 1) for v in args.var)
     try:
         source, template = find(sources, args.name)
-        request = TaskRequest(args.instructions, args.role, args.agent, args.model)
+        request = TaskRequest(args.instructions, args.role, args.agent, args.model, variables)
         task = await source.make_task(template.name, request)
     except TemplateError as e:
         err(str(e))

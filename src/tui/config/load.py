@@ -31,6 +31,7 @@ from tui.config.schema import (
     Source,
     TaskTemplate,
 )
+from tui.config.xml_templates import read_xml_template, template_files
 from tui.model.error_text import human_error
 from tui.model.issues import Issue, TaskFileError
 from tui.model.suggest import did_you_mean
@@ -232,11 +233,36 @@ def load_config(project_dir: Path | None = None) -> Config:
                 item = _entry(origin, section, name, body, model, issues)
                 if item is not None:
                     getattr(config, section)[name] = item
+    _add_xml_templates(config, issues)
     _check_references(config, issues)
     _collect_aliases(config)
     if issues:
         raise ConfigError(issues, config.warnings)
     return config
+
+
+def _add_xml_templates(config: Config, issues: list[Issue]) -> None:
+    """XML atomic templates beside each config.toml; a local one replaces a global one, and
+    one scope may not define a name twice."""
+    for _, base_dir, scope in config_files(config.project_dir):
+        folder = base_dir if scope == "global" else base_dir / ".tui"
+        for path in template_files(folder):
+            read = read_xml_template(path, issues)
+            if read is None:
+                continue
+            name, body = read
+            old = config.tasks.get(name)
+            if old is not None and old.origin is not None and old.origin.scope == scope:
+                fix = f"rename one of them (the other is in {old.origin.path})"
+                issues.append(Issue(str(path), None, "task@name", f"{name!r} defined twice", fix))
+                continue
+            origin = Origin(path, base_dir, scope)
+            if old is not None and scope == "global":
+                continue  # the project's own template of that name wins
+            item = _entry(origin, "tasks", name, body, TaskTemplate, issues)
+            if item is not None:
+                config.tasks[name] = item
+                config.files.append(origin)
 
 
 def _entry(
@@ -269,7 +295,8 @@ def _check_source(
     if src.prompt is None:
         return
     given = {k for k in ("file", "command") if getattr(src, k)}
-    for message, fix in placeholders.check(src.prompt, given):
+    declared = [v.name for v in src.variables] if isinstance(src, TaskTemplate) else []
+    for message, fix in placeholders.check(src.prompt, given, declared):
         issues.append(origin.issue(section, name, "prompt", message, fix))
 
 

@@ -31,6 +31,7 @@ async def render(
     settings: Settings,
     cwd: Path,
     append_instructions: bool = False,
+    variables: dict[str, str] | None = None,
 ) -> str:
     """The text of ``src``, the [section.name] table of ``origin``.
     ``append_instructions``: a template without a prompt ends with the user's text."""
@@ -88,4 +89,4 @@ async def render(
         values["file_contents"] = contents()
     if "command_output" in need:
         values["command_output"] = await output()
-    return placeholders.substitute(src.prompt, values)
+    return placeholders.substitute(src.prompt, values, variables)

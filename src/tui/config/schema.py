@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tui.model.duration import parse_duration
 from tui.model.task import AgentConfig, _one_of
+from tui.model.variables import Variable
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_FIX = "use lower-case letters, digits and single dashes, e.g. `code-review`"
@@ -19,7 +20,7 @@ DEFAULT_SHELL = "bash"
 SECTIONS = ("settings", "agents", "roles", "contexts", "tasks")
 
 # What a [tasks.NAME] may set besides its own keys: defaults for the YAML task it becomes.
-TASK_DEFAULTS = ("timeout", "retry", "priority", "tags", "review")
+TASK_DEFAULTS = ("timeout", "retry", "priority", "tags", "review", "output_format")
 AGENT_DEFAULTS = tuple(f for f in AgentConfig.model_fields if f not in ("type", "instructions"))
 
 
@@ -111,6 +112,7 @@ class TaskTemplate(Source):
     role: str = ""
     agent: str = ""
     contexts: list[str] = Field(default_factory=list)  # optional contexts this template uses
+    variables: list[Variable] = Field(default_factory=list)  # {{name}} in the prompt
 
     @property
     def defaults(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ list and run templates only through it.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,6 +17,7 @@ from tui.config.render import render
 from tui.config.schema import AgentDef, TaskTemplate
 from tui.model.suggest import did_you_mean
 from tui.model.task import Task
+from tui.model.variables import resolve
 
 PROMPT_ENV = "TUI_PROMPT"  # a shell agent's script reads the prompt from here
 
@@ -31,6 +32,7 @@ class TaskRequest:
     role: str = ""  # "" = the template's, else settings.default_role, else the first role
     agent: str = ""  # likewise for agents (else claude)
     model: str = ""  # a short name from the agent's models table, or a model id
+    vars: dict[str, str] = field(default_factory=dict)  # NAME=VALUE from the command line
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ async def build_task(config: Config, name: str, request: TaskRequest) -> Task:
     agent = config.agent(agent_name)
     assert agent is not None  # _pick and the loader checked every name
 
+    variables = _variables(item, request.vars)
     blocks: list[tuple[str, Item[Any]]] = [("roles", config.roles[role])] if role else []
     wanted = [c for c, i in config.contexts.items() if i.model.required]
     wanted += [c for c in t.contexts if c not in wanted]
@@ -137,6 +140,7 @@ async def build_task(config: Config, name: str, request: TaskRequest) -> Task:
             settings=s,
             cwd=config.project_dir,
             append_instructions=block is item,
+            variables=variables if block is item else None,
         )
         if text:
             parts.append(text)
@@ -166,6 +170,32 @@ def _task(
         if a.bin:
             env[bin_env(a.type)] = a.bin
     return task_defaults(item.name, t, instructions, **fields)
+
+
+def _variables(item: Item[TaskTemplate], given: dict[str, str]) -> dict[str, str]:
+    """The template's variables from NAME=VALUE text; TemplateError listing every problem."""
+    declared = item.model.variables
+    types = {v.name: v.type for v in declared}
+    typed: dict[str, Any] = {}
+    problems = []
+    for name, text in given.items():
+        kind = types.get(name, "string")
+        if kind == "number":
+            try:
+                typed[name] = float(text)
+            except ValueError:
+                problems.append(f"--var {name}: must be a number; got {text!r}")
+        elif kind == "boolean":
+            if text.lower() not in ("true", "false"):
+                problems.append(f"--var {name}: must be true or false; got {text!r}")
+            typed[name] = text.lower() == "true"
+        else:
+            typed[name] = text
+    values, found = resolve(declared, typed)
+    problems += [f"--var {f.removeprefix('vars.')}: {message} ({fix})" for f, message, fix in found]
+    if problems:
+        raise TemplateError(f"template {item.name!r}: " + "; ".join(problems))
+    return values
 
 
 def _project_dir(config: Config, item: Item[TaskTemplate]) -> Path:
