@@ -55,7 +55,7 @@ def configured(tui: Tui, monkeypatch: pytest.MonkeyPatch) -> Tui:
 
 def test_task_runs_a_template_end_to_end_with_hostile_text(configured: Tui) -> None:
     tui = configured
-    res = tui("task", "rv", HOSTILE)
+    res = tui("task", "rv", "--model", "m1", HOSTILE)  # the text may follow options
     assert res.returncode == 0, str(res)
     assert "COMPLETED" in res.stdout
     logs = tui("logs", "review")

@@ -19,8 +19,25 @@ from tui.config.templates import (
 )
 
 
+class _Intermixed(argparse.ArgumentParser):
+    """Lets the instructions follow options (`tui task NAME --role R "text"`): plain argparse
+    binds both optional positionals at the first one."""
+
+    _inside = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        if self._inside:  # parse_known_intermixed_args calls back in here
+            return super().parse_known_args(args, namespace)
+        self._inside = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inside = False
+
+
 def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) -> None:
     p = sub.add_parser("task", parents=[db], help="create and run a task from a template")
+    p.__class__ = _Intermixed
     p.add_argument("name", nargs="?", metavar="NAME", help="template name or alias")
     p.add_argument("instructions", nargs="?", default="", help="your text for {instructions}")
     p.add_argument("--role", default="", metavar="R")
