@@ -297,5 +297,7 @@ async def test_a_broken_config_is_reported_not_raised(engine: Engine, config_dir
 async def test_settings_theme_is_the_default_theme(engine: Engine, config_dir: Path) -> None:
     (config_dir / "config.toml").write_text('[settings]\ntheme = "tui-light"\n')
     app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
-    async with app.run_test(size=SIZE):
+    async with app.run_test(size=SIZE) as pilot:
+        # Settled first: leaving mid-mount races the batch timer against teardown.
+        await until(pilot, lambda: "0 tasks" in screen_text(app), "the app to be up")
         assert app.theme == "tui-light"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import stat
 from pathlib import Path
 
 import pytest
 from cli_support import Tui, shell_task, wait_until, write_tasks
+from tests.agents.cli_support import cli_path
 
 HOSTILE = "$(touch pwned) `touch pwned2` \"dq\" 'sq' ; exit 7 #\nline two {instructions}"
 
@@ -200,3 +202,16 @@ def test_xml_template_with_vars_and_output_format(configured: Tui) -> None:
     assert task["state"] == "FAILED"
     assert "output_format: result is not JSON" in task["reason"]
     assert tui("logs", "count", "--stream", "stdout").stdout == "House rules.\n\nCount `sheep`.\n"
+
+
+@pytest.mark.parametrize("kind", ["claude", "gemini", "codex"])
+def test_doctor_reports_the_real_agent_cli_versions(configured: Tui, kind: str) -> None:
+    real = cli_path(kind)
+    if not real.exists():
+        pytest.skip(f"the {kind} CLI is not installed at {real}: run scripts/install-agent-clis")
+    with (configured.dir / ".tui" / "config.toml").open("a", encoding="utf-8") as f:
+        f.write(f'\n[agents.real]\ntype = "{kind}"\nbin = "{real}"\n')
+    res = configured("doctor")
+    line = next(ln for ln in res.stdout.splitlines() if "agent real" in ln)
+    assert line.startswith("ok"), str(res)
+    assert re.search(r"\d+\.\d+\.\d+", line), line  # the CLI's own version

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from tui.config.load import Config, Item, task_defaults
+from tui.config.load import BUILTIN_AGENTS, Config, Item, task_defaults
 from tui.config.render import render
 from tui.config.schema import AgentDef, TaskTemplate
 from tui.model.suggest import did_you_mean
@@ -116,7 +116,7 @@ async def build_task(config: Config, name: str, request: TaskRequest) -> Task:
     t, s = item.model, config.settings
     roles = list(config.roles)
     role = _pick("role", request.role, roles, t.role, s.default_role, *roles[:1])
-    agents = list(dict.fromkeys([*config.agents, "claude", "gemini", "codex"]))
+    agents = list(dict.fromkeys([*config.agents, *BUILTIN_AGENTS]))
     first_agent = next(iter(config.agents), "claude")
     agent_name = _pick("agent", request.agent, agents, t.agent, s.default_agent, first_agent)
     agent = config.agent(agent_name)
