@@ -8,26 +8,37 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
-from tui.config.load import settings_or_raise
-from tui.config.schema import DEFAULT_CONCURRENCY, DEFAULT_SHELL
 from tui.store.db import Store
 from tui.store.paths import default_db_path
 from tui.store.records import EventRecord
 
+if TYPE_CHECKING:
+    from tui.config.schema import Settings
+
 
 @asynccontextmanager
 async def open_store(db: str | None) -> AsyncIterator[Store]:
-    store = await Store.open(default_db_path(db, lambda: settings_or_raise().database))
+    store = await Store.open(default_db_path(db, lambda: _settings().database))
     try:
         yield store
     finally:
         await store.close()
 
 
+def _settings() -> Settings:
+    # Imported on use: a task's `tui ask` (which has $TUI_DB) never needs the config.
+    from tui.config.load import settings_or_raise
+
+    return settings_or_raise()
+
+
 def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
     """(concurrency, shell): the command-line flag, else the config, else the built-in."""
-    settings = settings_or_raise()
+    from tui.config.schema import DEFAULT_CONCURRENCY, DEFAULT_SHELL
+
+    settings = _settings()
     concurrency = args.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
     return concurrency, args.shell or settings.shell or DEFAULT_SHELL
 

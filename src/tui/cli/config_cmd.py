@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tui.config.load import config_files, load_config
-
 
 def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) -> None:
     p = sub.add_parser("config", help="check the configuration")
@@ -16,6 +14,8 @@ def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) ->
 
 
 async def cmd_validate(args: argparse.Namespace) -> int:
+    from tui.config.load import config_files, load_config  # not at every `tui` start
+
     config = load_config()  # raises ConfigError: main prints every problem, exit 2
     for w in config.warnings:
         print(f"warning: {w}", file=sys.stderr)

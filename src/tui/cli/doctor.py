@@ -9,16 +9,11 @@ import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from tui.agents.base import AdapterError
-from tui.agents.cli_process import find_cli
-from tui.config.commands import run_argv
-from tui.config.load import Config, ConfigError, load_config, load_settings
-from tui.config.schema import DEFAULT_SHELL, Settings
-from tui.config.templates import bin_env, not_found_hint
-from tui.store.db import Store, StoreError
-from tui.store.paths import default_db_path
+if TYPE_CHECKING:  # the rest is imported when doctor runs, not at every `tui` start
+    from tui.config.load import Config
+    from tui.config.schema import Settings
 
 Level = Literal["ok", "warning", "error"]
 VERSION_TIMEOUT = 20.0  # seconds for `CLI --version` (node CLIs start slowly on a busy box)
@@ -52,6 +47,8 @@ def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) ->
 
 
 async def cmd_doctor(args: argparse.Namespace) -> int:
+    from tui.config.load import ConfigError, load_config, load_settings
+
     report = Report()
     settings, _ = load_settings()
     try:
@@ -80,6 +77,11 @@ async def check_config(setup: Setup, report: Report) -> None:
 
 
 async def check_agents(setup: Setup, report: Report) -> None:
+    from tui.agents.base import AdapterError
+    from tui.agents.cli_process import find_cli
+    from tui.config.schema import DEFAULT_SHELL
+    from tui.config.templates import bin_env, not_found_hint
+
     config = setup.config
     if config is None:
         return
@@ -113,6 +115,8 @@ async def check_agents(setup: Setup, report: Report) -> None:
 
 
 async def _version(subject: str, binary: str) -> tuple[Level, str, str]:
+    from tui.config.commands import run_argv
+
     try:
         result = await run_argv([binary, "--version"], timeout=VERSION_TIMEOUT)
     except OSError as e:
@@ -125,6 +129,9 @@ async def _version(subject: str, binary: str) -> tuple[Level, str, str]:
 
 
 async def check_database(setup: Setup, report: Report) -> None:
+    from tui.store.db import Store, StoreError
+    from tui.store.paths import default_db_path
+
     path = default_db_path(setup.args.db, lambda: setup.settings.database)
     try:
         store = await Store.open(path)

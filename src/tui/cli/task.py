@@ -5,18 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from tui.cli.common import err, open_store
-from tui.cli.run import run_tasks
-from tui.config.load import load_config
-from tui.config.templates import (
-    TaskRequest,
-    TemplateError,
-    TemplateSource,
-    all_templates,
-    find,
-    template_sources,
-)
+if TYPE_CHECKING:
+    from tui.config.templates import TemplateSource
 
 
 class _Intermixed(argparse.ArgumentParser):
@@ -56,6 +48,12 @@ def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) ->
 
 
 async def cmd_task(args: argparse.Namespace) -> int:
+    # Imported here: every `tui` start (a task's `tui ask` too) builds this parser.
+    from tui.cli.common import err, open_store
+    from tui.cli.run import run_tasks
+    from tui.config.load import load_config
+    from tui.config.templates import TaskRequest, TemplateError, find, template_sources
+
     config = load_config()  # raises ConfigError with every problem
     for w in config.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -83,6 +81,8 @@ async def cmd_task(args: argparse.Namespace) -> int:
 
 
 def _print_list(sources: list[TemplateSource], as_json: bool) -> None:
+    from tui.config.templates import all_templates
+
     templates = all_templates(sources)
     if as_json:
         print(json.dumps([t.as_json() for t in templates], indent=2))
