@@ -232,3 +232,72 @@ async def test_keys_remapped_in_the_config(engine: Engine, tmp_path: Path) -> No
         assert await state_of(engine, t.id) == State.CANCELLED
         notes = [n.message for n in app._notifications]
         assert any("did you mean 'cancel_task'" in m for m in notes)
+
+
+# -- config.toml templates and settings ----------------------------------------------------
+
+CONFIG = """
+[agents.echo]
+type = "shell"
+script = 'printf "%s\\n" "$TUI_PROMPT"'
+
+[tasks.greet]
+alias = "hi"
+description = "Say hello"
+agent = "echo"
+prompt = "Hello, {instructions}!"
+
+[tasks.other]
+agent = "echo"
+prompt = "other"
+"""
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The config dir the autouse fixture set, created; the project is tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "config"
+    config.mkdir()
+    return config
+
+
+async def test_run_template_from_the_palette(engine: Engine, config_dir: Path) -> None:
+    (config_dir / "config.toml").write_text(CONFIG, encoding="utf-8")
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("T")
+        await until(pilot, lambda: "Say hello" in screen_text(app), "the template list")
+        await pilot.press(*"greet", "enter")
+        await until(pilot, lambda: app.query_one("#prompt").has_class("visible"), "the prompt")
+        await pilot.press(*"world $(x) 'q'", "enter")
+        await until(pilot, lambda: bool(app._list.records), "the task in the list")
+        (rec,) = app._list.records.values()
+        await engine.wait_settled([rec.id])
+        assert (await engine.get(rec.id)).state == State.COMPLETED  # type: ignore[union-attr]
+        log = app.query_one(LogView)
+        await until(
+            pilot, lambda: "Hello, world $(x) 'q'!" in visible_text(log), "the task's output"
+        )
+
+
+async def test_a_broken_config_is_reported_not_raised(engine: Engine, config_dir: Path) -> None:
+    (config_dir / "config.toml").write_text('[tasks.x]\nprompt = "{nope}"\n')
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("T")
+        await until(
+            pilot,
+            lambda: any("unknown placeholder {nope}" in n.message for n in app._notifications),
+            "the problem to be shown",
+        )
+        assert not app._list.records
+
+
+async def test_settings_theme_is_the_default_theme(engine: Engine, config_dir: Path) -> None:
+    (config_dir / "config.toml").write_text('[settings]\ntheme = "tui-light"\n')
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+    async with app.run_test(size=SIZE) as pilot:
+        # Settled first: leaving mid-mount races the batch timer against teardown.
+        await until(pilot, lambda: "0 tasks" in screen_text(app), "the app to be up")
+        assert app.theme == "tui-light"

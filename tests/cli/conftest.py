@@ -10,7 +10,9 @@ from cli_support import Tui
 
 
 @pytest.fixture
-def tui(tmp_path: Path) -> Iterator[Tui]:
+def tui(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tui]:
+    # The user's own config.toml must not change what the tests see.
+    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "user-config"))
     t = Tui(tmp_path)
     try:
         yield t

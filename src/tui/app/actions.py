@@ -41,6 +41,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("accept_task", "y", "Accept review", "Accept the selected task's result"),
     Command("reject_task", "x", "Reject review", "Send the selected task back with a comment"),
     Command("open_file", "o", "Open task file…", "Submit the tasks of a YAML file or folder"),
+    Command(
+        "run_template",
+        "T",
+        "Run template…",
+        "Pick a template from config.toml, type instructions, run it",
+    ),
     Command("filter", "colon", "Filter tasks…", "Filter by text, state:NAME or tag:NAME", "Filter"),
     Command("cycle_sort", "s", "Sort tasks", "Cycle: submitted, state, name, priority"),
     Command("search_log", "slash", "Search output…", "Search the selected task's output"),

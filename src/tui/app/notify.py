@@ -20,12 +20,13 @@ def osc_sequence(mode: OscMode, title: str, body: str) -> str:
     return ""
 
 
-def default_osc_mode() -> OscMode:
+def default_osc_mode(configured: str = "") -> OscMode:
     # OSC 777 is understood by VTE terminals and urxvt; OSC 9 by iTerm2, kitty, WezTerm,
-    # Windows Terminal and ghostty. TUI_NOTIFY=off|osc9|osc777 overrides.
-    env = os.environ.get("TUI_NOTIFY", "").lower()
-    if env in ("off", "osc9", "osc777"):
-        return env  # type: ignore[return-value]
+    # Windows Terminal and ghostty. TUI_NOTIFY=off|osc9|osc777 overrides
+    # [settings] notifications, which overrides the guess ("auto").
+    for choice in (os.environ.get("TUI_NOTIFY", "").lower(), configured):
+        if choice in ("off", "osc9", "osc777"):
+            return choice  # type: ignore[return-value]
     return "osc777" if os.environ.get("VTE_VERSION") else "osc9"
 
 

@@ -22,9 +22,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
+
+from tui.config.paths import user_config_dir
 
 __all__ = [
     "BUILTIN_THEME_DIR",
@@ -124,12 +125,6 @@ def builtin_theme_dir() -> Path:
 
 
 BUILTIN_THEME_DIR: Path = builtin_theme_dir()
-
-
-def user_config_dir() -> Path:
-    """``$TUI_CONFIG_DIR`` or the platform's user config dir for tui."""
-    override = os.environ.get("TUI_CONFIG_DIR")
-    return Path(override).expanduser() if override else Path(platformdirs.user_config_dir("tui"))
 
 
 def user_theme_dir() -> Path:

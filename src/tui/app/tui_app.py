@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.command import SimpleCommand
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
@@ -17,7 +19,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 from tui.app import actions
 from tui.app.engine_api import AppEngine
 from tui.app.help_screen import HelpScreen
-from tui.app.keymap import load_keymap
+from tui.app.keymap import keymap_from
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
 from tui.app.themes import DEFAULT_THEME, discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
@@ -25,10 +27,20 @@ from tui.app.widgets.dag_view import DagNode, DagView
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
 from tui.app.widgets.task_list import SORTS, TaskFilter, TaskList
+from tui.config.load import ConfigError, load_config, load_settings
+from tui.config.templates import (
+    TaskRequest,
+    Template,
+    TemplateError,
+    TemplateSource,
+    all_templates,
+    find,
+    template_sources,
+)
 from tui.daemon.remote import DaemonStopped
 from tui.engine.events import Event, Notice, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
-from tui.model.issues import TaskFileError
+from tui.model.issues import Issue, TaskFileError
 from tui.model.loader import load_task_files
 from tui.model.states import UNSUCCESSFUL, State
 from tui.store.records import OutputLine
@@ -67,7 +79,9 @@ class TuiApp(App[None]):
         given = hasattr(engine, "events")
         self._engine_factory = None if given else engine
         self.engine: AppEngine = engine if given else None  # type: ignore[assignment]
-        self._osc: OscMode = osc if osc is not None else default_osc_mode()
+        settings, config_issues = load_settings()
+        self._osc: OscMode = osc if osc is not None else default_osc_mode(settings.notifications)
+        self._default_theme = settings.theme or DEFAULT_THEME
         self._remember_theme = remember_theme
         self._toasts = toasts
         self._dirty: set[str] = set()
@@ -76,10 +90,12 @@ class TuiApp(App[None]):
         self._finished: list[str] = []
         self._prompt_purpose = ""
         self._status_note = ""  # e.g. while the daemon is away
+        self._template: tuple[TemplateSource, Template] | None = None
         self._selected: str | None = None
-        self._keymap_problems: list[str] = []
+        self._keymap_problems = [f"{i}; settings left as default" for i in config_issues]
         if keymap is None:
-            keymap, self._keymap_problems = load_keymap()
+            keymap, problems = keymap_from(settings.keys)
+            self._keymap_problems += problems
         if keymap:
             self.set_keymap(keymap)
         if os.environ.get("SSH_CONNECTION"):
@@ -152,7 +168,7 @@ class TuiApp(App[None]):
             self.register_theme(theme)
         self._theme_errors = loaded.errors
         remembered = load_ui_state().get("theme") if self._remember_theme else None
-        self.theme = pick_theme(remembered or DEFAULT_THEME, self.available_themes)
+        self.theme = pick_theme(remembered or self._default_theme, self.available_themes)
 
     def on_ready(self) -> None:
         for error in self._theme_errors:
@@ -393,6 +409,56 @@ class TuiApp(App[None]):
     def action_open_file(self) -> None:
         self._open_prompt("open", "Task file or folder to submit")
 
+    def action_run_template(self) -> None:
+        try:
+            config = load_config()
+        except ConfigError as e:
+            self._notify_issues(e.issues, "config.toml")
+            return
+        sources = template_sources(config)
+        templates = all_templates(sources)
+        if not templates:
+            self.notify("no templates yet: add [tasks.NAME] to config.toml", severity="warning")
+            return
+        self.search_commands(
+            [
+                SimpleCommand(
+                    t.name + (f" ({t.alias})" if t.alias else ""),
+                    partial(self._template_picked, sources, t),
+                    t.description or f"from the {t.source} config",
+                )
+                for t in templates
+            ],
+            placeholder="Template to run…",
+        )
+
+    def _template_picked(self, sources: list[TemplateSource], template: Template) -> None:
+        self._template = find(sources, template.name)
+        self._open_prompt("template", f"Instructions for {template.name} (may be empty)")
+
+    @work(group="commands")
+    async def _run_template(self, instructions: str) -> None:
+        # A worker: filling the template may run its command (up to command_timeout).
+        assert self._template is not None
+        source, template = self._template
+        try:
+            task = await source.make_task(template.name, TaskRequest(instructions))
+            await self.engine.submit([task])
+        except TaskFileError as e:
+            self._notify_issues(e.issues, template.name)
+            return
+        except (TemplateError, EngineError) as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        self.notify(f"submitted {task.name}")
+        self._graph_dirty = True
+
+    def _notify_issues(self, issues: list[Issue], where: str) -> None:
+        text = "\n".join(str(i) for i in issues[:8])
+        self.notify(
+            text, title=f"{len(issues)} problem(s) in {where}", severity="error", timeout=15
+        )
+
     def action_filter(self) -> None:
         self._open_prompt("filter", "Filter: text state:failed tag:ci (empty clears)")
 
@@ -490,6 +556,8 @@ class TuiApp(App[None]):
             self._log.action_search(value)
         elif purpose == "open" and value:
             await self._submit_file(value)
+        elif purpose == "template":
+            self._run_template(value)
         elif purpose == "reject" and (task_id := self._list.selected_id):
             await self._call(self.engine.reject(task_id, value))
 
@@ -505,10 +573,7 @@ class TuiApp(App[None]):
             result = load_task_files([Path(path).expanduser()], known_ids=known)
             await self.engine.submit(result.tasks)
         except TaskFileError as e:
-            text = "\n".join(str(i) for i in e.issues[:8])
-            self.notify(
-                text, title=f"{len(e.issues)} problem(s) in {path}", severity="error", timeout=15
-            )
+            self._notify_issues(e.issues, path)
             return
         except EngineError as e:
             self.notify(str(e), severity="error", timeout=8)

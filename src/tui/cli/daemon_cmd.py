@@ -7,8 +7,7 @@ import json
 import time
 from typing import Any
 
-from tui.cli.common import err
-from tui.store.paths import default_db_path
+from tui.cli.common import db_path, engine_settings, err
 
 
 def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
@@ -18,8 +17,8 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
     start.add_argument(
         "--foreground", action="store_true", help="run it here (for systemd or a debugger)"
     )
-    start.add_argument("--concurrency", type=int, default=4, metavar="N")
-    start.add_argument("--shell", default="bash", help="shell for shell tasks (default: bash)")
+    start.add_argument("--concurrency", type=int, metavar="N", help="(default: the config's, 4)")
+    start.add_argument("--shell", help="shell for shell tasks (default: the config's, bash)")
     dsub.add_parser("stop", parents=[db], help="stop it (running tasks are resumed next start)")
     status = dsub.add_parser("status", parents=[db], help="pid, socket, uptime, running tasks")
     status.add_argument("--json", action="store_true")
@@ -29,13 +28,14 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
     from tui.daemon import lifecycle
     from tui.daemon.paths import daemon_paths
 
-    db = default_db_path(args.db)
+    db = db_path(args.db)
     if args.daemon_command == "start":
         if args.foreground:
             from tui.daemon.service import DaemonRunning, serve
 
             try:
-                return await serve(daemon_paths(db), concurrency=args.concurrency, shell=args.shell)
+                concurrency, shell = engine_settings(args)
+                return await serve(daemon_paths(db), concurrency=concurrency, shell=shell)
             except DaemonRunning as e:
                 err(str(e))
                 return 1

@@ -13,6 +13,9 @@ from tui.engine.scheduler import EngineError
 from tui.model.issues import TaskFileError
 from tui.store.db import StoreError
 
+_CONCURRENCY = "tasks at once (default: [settings] concurrency, else 4)"
+_SHELL = "shell for shell tasks (default: [settings] shell, else bash)"
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -27,12 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     op = sub.add_parser("open", parents=[db], help="open the app (the default command)")
     op.add_argument("files", nargs="*", metavar="FILE", help="task files to submit first")
-    op.add_argument("--concurrency", type=int, default=4, metavar="N")
+    op.add_argument("--concurrency", type=int, metavar="N", help=_CONCURRENCY)
     op.add_argument("--no-mouse", action="store_true", help="leave the mouse to the terminal")
     op.add_argument(
         "--fps", type=int, metavar="N", help="cap redraws per second (default 60, 20 over SSH)"
     )
-    op.add_argument("--shell", default="bash", help="shell for shell tasks (default: bash)")
+    op.add_argument("--shell", help=_SHELL)
     op.add_argument(
         "--foreground",
         action="store_true",
@@ -42,9 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", parents=[db], help="run task files until every task is final")
     run.add_argument("files", nargs="*", metavar="FILE", help="YAML task files or directories")
-    run.add_argument("--concurrency", type=int, default=4, metavar="N")
+    run.add_argument("--concurrency", type=int, metavar="N", help=_CONCURRENCY)
     run.add_argument("--json", action="store_true", help="one JSON object per transition")
-    run.add_argument("--shell", default="bash", help="shell for shell tasks (default: bash)")
+    run.add_argument("--shell", help=_SHELL)
     run.add_argument(
         "--manual-approve", action="store_true", help="keep new tasks PENDING until `tui approve`"
     )
@@ -70,11 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
-    from tui.cli import daemon_cmd, human, web
+    from tui.cli import config_cmd, daemon_cmd, doctor, human, task, web
 
-    human.add_parsers(sub, db)
-    daemon_cmd.add_parsers(sub, db)
-    web.add_parsers(sub, db)
+    for group in (human, task, config_cmd, doctor, daemon_cmd, web):
+        group.add_parsers(sub, db)
     return p
 
 
@@ -131,7 +133,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         "daemon": daemon_cmd.cmd_daemon,
         "web": web.cmd_web,
     }
-    return await handlers[args.command](args)
+    handler = getattr(args, "handler", None) or handlers[args.command]
+    return await handler(args)
 
 
 if __name__ == "__main__":

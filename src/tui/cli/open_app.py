@@ -6,12 +6,11 @@ import argparse
 import os
 import sys
 
-from tui.cli.common import err, open_store
+from tui.cli.common import db_path, engine_settings, err, open_store
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
 from tui.engine.client import live_engine_pid
 from tui.model.loader import load_task_files
 from tui.model.task import Task
-from tui.store.paths import default_db_path
 
 SSH_FPS = 20  # default frame cap over SSH (bench: 2.2x the bytes of tail -f, against 2.9x at 60)
 
@@ -23,7 +22,7 @@ async def cmd_open(args: argparse.Namespace) -> int:
         os.environ["TEXTUAL_FPS"] = str(fps)
     if args.foreground or foreground_requested():
         return await _open_here(args)
-    db = default_db_path(args.db)
+    db = db_path(args.db)
     async with open_store(args.db) as store:
         pid = await live_engine_pid(store)
         if pid is not None and await attach(db) is None:
@@ -58,9 +57,8 @@ async def _open_here(args: argparse.Namespace) -> int:
         tasks = _load(args, await store.all_ids())
         from tui.app.run_app import run_app
 
-        await run_app(
-            store, tasks, concurrency=args.concurrency, mouse=not args.no_mouse, shell=args.shell
-        )
+        concurrency, shell = engine_settings(args)
+        await run_app(store, tasks, concurrency=concurrency, mouse=not args.no_mouse, shell=shell)
     return 0
 
 

@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from tui.cli.common import err, open_store, print_transition
+from tui.cli.common import engine_settings, err, open_store, print_transition
 from tui.daemon.lifecycle import attach
 from tui.daemon.remote import RemoteEngine
 from tui.engine.client import InboxClient, live_engine_pid
@@ -52,22 +52,27 @@ async def cmd_run(args: argparse.Namespace) -> int:
                     "`tui run` and no file, or `tui retry ID`)"
                 )
                 return 1
-        remote = await attach(store.path)
-        if remote is not None:
-            try:
-                return await _run_via_daemon(remote, tasks, args.json)
-            finally:
-                await remote.aclose()
-        pid = await live_engine_pid(store)
-        if pid is not None:
-            return await _run_via_engine(store, pid, tasks, args)
-        engine = Engine(
-            store,
-            concurrency=args.concurrency,
-            auto_approve=not args.manual_approve,
-            shell=args.shell,
-        )
-        return await _run_here(engine, tasks, args.json)
+        return await run_tasks(store, tasks, args)
+
+
+async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -> int:
+    """Run ``tasks`` (and what the database left unfinished) until final: here, or through the
+    engine another process (the daemon, a `tui run`) runs on this database. ``args``:
+    concurrency, shell, manual_approve, json."""
+    remote = await attach(store.path)
+    if remote is not None:
+        try:
+            return await _run_via_daemon(remote, tasks, args.json)
+        finally:
+            await remote.aclose()
+    pid = await live_engine_pid(store)
+    if pid is not None:
+        return await _run_via_engine(store, pid, tasks, args.json)
+    concurrency, shell = engine_settings(args)
+    engine = Engine(
+        store, concurrency=concurrency, auto_approve=not args.manual_approve, shell=shell
+    )
+    return await _run_here(engine, tasks, args.json)
 
 
 async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
@@ -182,9 +187,7 @@ async def _follow(
     return []
 
 
-async def _run_via_engine(
-    store: Store, pid: int, tasks: list[Task], args: argparse.Namespace
-) -> int:
+async def _run_via_engine(store: Store, pid: int, tasks: list[Task], as_json: bool) -> int:
     """Another process schedules this database: hand it the tasks and watch them finish."""
     if not tasks:
         err(
@@ -201,7 +204,7 @@ async def _run_via_engine(
         for ev in await store.read_events(since):
             since = ev.id
             if ev.task_id in ids and ev.to_state is not None:
-                print_transition(ev, names[ev.task_id], args.json)
+                print_transition(ev, names[ev.task_id], as_json)
         records = [await store.get_task(i) for i in ids]
         if all(r is not None and r.settled for r in records):
             return _summary(records)

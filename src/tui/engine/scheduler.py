@@ -28,6 +28,7 @@ from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
 from tui.engine.procs import ProcIdentity, kill_orphan_group, proc_start_time, terminate_group
 from tui.engine.retry import retry_delay
 from tui.model.duration import format_duration
+from tui.model.output_format import OutputFormatError, parse_output
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import Task, priority_rank
 from tui.store.chunks import ChunkRow, make_chunks
@@ -125,6 +126,7 @@ class _Ctx:
         path = os.environ.get("PATH", os.defpath)
         self.env = {
             **os.environ,
+            **rec.task.agent.env,
             "PATH": f"{path}{os.pathsep}{os.path.dirname(sys.executable)}",
             "TUI_TASK_ID": rec.id,
             "TUI_RUN_ID": str(run.run_id),
@@ -864,6 +866,8 @@ class Engine:
             outcome, error = State.CANCELLED, "cancelled by user"
         elif run.kill_reason == "shutdown":
             outcome, error = State.FAILED, "interrupted"
+        if outcome == State.COMPLETED and rec.task.output_format is not None:
+            outcome, error = await self._check_output(rec, result)
         if run.open_questions:
             await self._close_run_questions(run, "cancelled")
         if rec.state == State.READY and outcome != State.CANCELLED:
@@ -893,6 +897,17 @@ class Engine:
         if outcome == State.CANCELLED:
             await self._cascade_failure(rec)
         await self._changed_now()
+
+    async def _check_output(self, rec: TaskRecord, result: RunResult) -> tuple[State, str]:
+        """COMPLETED with the parsed result stored, or FAILED saying why (retry applies)."""
+        assert rec.task.output_format is not None
+        try:
+            value = parse_output(rec.task.output_format, result.result)
+        except OutputFormatError as e:
+            return State.FAILED, f"output_format: {e}"
+        rec.result = json.dumps(value)
+        await self.store.update_task(rec.id, result=rec.result)
+        return State.COMPLETED, ""
 
     async def _watchdog(self, run: _Run, timeout: float) -> None:
         remaining = timeout

@@ -7,8 +7,10 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
+from tui.model.output_format import OutputFormat
 from tui.model.suggest import did_you_mean
 from tui.model.task import AGENT_TYPES, AgentConfig, RetryConfig, Task
+from tui.model.variables import Variable
 
 _DURATION_FIX = 'write a Go duration such as "30m", "1h30m" or "45s", or 0 for no limit'
 _LIST_FIX = "write a list, e.g. [a, b] or one '- item' per line"
@@ -29,12 +31,20 @@ FIXES: dict[str, str] = {
     "priority": "use high, normal or low, or leave it out",
     "depends_on": "list task ids or names of tasks in the same file",
     "tags": "write tags as a list of strings, e.g. [backend, urgent]",
+    "variables": "write a list of {name, type, default, required}",
+    "variables.type": "use string, number or boolean",
+    "vars": "write a mapping of variable name to value",
+    "output_format": "write {type: json, schema: object} or {type: text}",
+    "output_format.type": "use json or text",
+    "output_format.schema": "use object, array, string[], number or boolean (needs type: json)",
 }
 
 _CONTAINERS: dict[tuple[str, ...], type[BaseModel]] = {
     (): Task,
     ("agent",): AgentConfig,
     ("retry",): RetryConfig,
+    ("output_format",): OutputFormat,
+    ("variables",): Variable,
 }
 
 
@@ -53,8 +63,9 @@ def human_error(err: ErrorDetails) -> tuple[str, str]:
     fix = FIXES.get(key, "")
 
     if kind == "extra_forbidden":
-        owner = _CONTAINERS.get(tuple(str(p) for p in loc[:-1]))
-        allowed = list(owner.model_fields) if owner else []
+        owner = _CONTAINERS.get(tuple(p for p in loc[:-1] if isinstance(p, str)))
+        fields = owner.model_fields.items() if owner else []
+        allowed = [f.alias or name for name, f in fields]  # as written in the file
         guess = did_you_mean(str(loc[-1]), allowed)
         if guess:
             fix = f"did you mean `{guess[0]}`?"

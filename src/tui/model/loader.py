@@ -7,15 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from tui.model.dependencies import find_cycles, resolve_dependencies
 from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
 from tui.model.issues import Issue, TaskFileError
 from tui.model.task import RUNTIME_FIELDS, Task
+from tui.model.variables import Variable, fill, resolve, unknown_uses
 from tui.model.yaml_source import Path as KeyPath
-from tui.model.yaml_source import YamlSyntaxError, parse_yaml
+from tui.model.yaml_source import YamlSyntaxError, line_of, parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
 _SHAPE_FIX = "write one task (name:, agent:) or a `tasks:` list of them"
@@ -142,9 +143,10 @@ def _read_batch(
     issues: list[Issue],
     warnings: list[Issue],
 ) -> list[TaskEntry]:
+    shared = _file_variables(data, filename, lines, issues)
     for key in data:
-        if key != "tasks":
-            hint = "a batch file holds only `tasks:`; move this key into a task"
+        if key not in ("tasks", *FILE_VARIABLE_KEYS):
+            hint = "a batch file holds only `tasks:` (and shared `variables:`, `vars:`); move it"
             issues.append(
                 Issue(filename, lines.get((key,)), key, f"unknown top-level key '{key}'", hint)
             )
@@ -163,7 +165,7 @@ def _read_batch(
     for index, item in enumerate(tasks):
         path: KeyPath = ("tasks", index)
         if isinstance(item, dict):
-            entries.append(_read_task(item, path, filename, lines, issues, warnings))
+            entries.append(_read_task(item, path, filename, lines, issues, warnings, shared))
         else:
             issues.append(
                 Issue(
@@ -199,6 +201,7 @@ def _read_task(
     lines: dict[KeyPath, int],
     issues: list[Issue],
     warnings: list[Issue],
+    shared: FileVariables = ([], {}),
 ) -> TaskEntry:
     entry = TaskEntry(filename, path, lines)
     if isinstance(raw.get("id"), str):
@@ -240,10 +243,55 @@ def _read_task(
                 FIXES["agent.instructions"],
             )
         )
+    if entry.task is not None:
+        problems += _apply_variables(entry, shared)
     if problems:
         entry.task = None
         issues += problems
     return entry
+
+
+FileVariables = tuple[list[Variable], dict[str, Any]]
+FILE_VARIABLE_KEYS = ("variables", "vars")
+_VARIABLES = TypeAdapter(list[Variable])
+
+
+def _file_variables(
+    data: dict[str, Any], filename: str, lines: dict[KeyPath, int], issues: list[Issue]
+) -> FileVariables:
+    """A batch file's own ``variables:`` and ``vars:``, shared by its tasks."""
+    declared: list[Variable] = []
+    try:
+        declared = _VARIABLES.validate_python(data.get("variables") or [])
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            loc = ("variables", *err["loc"])
+            message, fix = human_error({**err, "loc": loc})
+            issues.append(Issue(filename, line_of(lines, loc), field_name(loc), message, fix))
+    given = data.get("vars") or {}
+    if not isinstance(given, dict):
+        fix = "write vars as a mapping, e.g. `vars: {lang: python}`"
+        issues.append(Issue(filename, lines.get(("vars",)), "vars", "vars must be a mapping", fix))
+        given = {}
+    return declared, given
+
+
+def _apply_variables(entry: TaskEntry, shared: FileVariables) -> list[Issue]:
+    """Fill {{name}} in the task's instructions and system prompt (task shadows file)."""
+    task = entry.task
+    assert task is not None
+    declared = [*shared[0], *task.variables]
+    if not declared and not shared[1] and not task.vars:
+        return []  # no variables here: {{...}} in a script is the script's business
+    values, found = resolve(declared, {**shared[1], **task.vars})
+    problems = [entry.issue(tuple(f.split(".")), message, fix) for f, message, fix in found]
+    agent = task.agent
+    for key in ("instructions", "system_prompt_append"):
+        for name in unknown_uses(getattr(agent, key), declared):
+            fix = f"declare it under `variables:` (- name: {name}), or write it differently"
+            problems.append(entry.issue(("agent", key), f"unknown variable {{{{{name}}}}}", fix))
+        setattr(agent, key, fill(getattr(agent, key), values))
+    return problems
 
 
 def _without_nulls(value: Any) -> Any:

@@ -32,3 +32,16 @@ def redact(text: str) -> str:
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
     return {k: (MASK if is_secret_name(k) else redact(v)) for k, v in env.items()}
+
+
+def refuse_secrets(env: dict[str, str]) -> dict[str, str]:
+    """Validator for an ``env`` table that ends up in a stored task spec: keys and tokens
+    must never reach the database, so they come from the environment tui starts in."""
+    named = sorted(k for k, v in env.items() if v and is_secret_name(k))
+    if named:
+        raise ValueError(
+            f"{', '.join(named)} would be stored in tui's database with the task; keys and "
+            "tokens never are: export them in the environment tui (and its daemon) starts "
+            "from instead, and leave them out of env"
+        )
+    return env

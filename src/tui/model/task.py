@@ -9,7 +9,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from tui.model.duration import format_duration, parse_duration
+from tui.model.output_format import OutputFormat
+from tui.model.secrets import refuse_secrets
 from tui.model.suggest import did_you_mean
+from tui.model.variables import Variable
 
 
 class Priority(StrEnum):
@@ -84,6 +87,14 @@ class AgentConfig(_Model):
     system_prompt_append: str = ""
     additional_args: list[str] = Field(default_factory=list)
     skip_planning: bool = False
+    # Extension: environment for the agent's process (a config agent's env and bin, and a
+    # shell agent's prompt in $TUI_PROMPT). tui's own TUI_* variables win over it.
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, value: dict[str, str]) -> dict[str, str]:
+        return refuse_secrets(value)
 
     @field_validator("type", mode="before")
     @classmethod
@@ -138,6 +149,12 @@ class Task(_Model):
     depends_on: list[str] = Field(default_factory=list)
     # Extension: a human reviews the result before the task completes.
     review: bool = False
+    # The final result is parsed and checked; a mismatch fails the attempt.
+    output_format: OutputFormat | None = None
+    # Template variables: declared here (or in the file), used as {{name}} in
+    # agent.instructions and agent.system_prompt_append, filled in by the loader.
+    variables: list[Variable] = Field(default_factory=list)
+    vars: dict[str, str | float | bool] = Field(default_factory=dict)
 
     @field_validator("id")
     @classmethod

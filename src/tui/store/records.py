@@ -50,6 +50,11 @@ class TaskRecord:
             self.state in UNSUCCESSFUL and self.retry_at is None
         )
 
+    @property
+    def parsed_result(self) -> Any:
+        """The result checked against the task's output_format (stored as JSON), if any."""
+        return json.loads(self.result) if self.result else None
+
     def to_json(self) -> dict[str, Any]:
         t = self.task
         return {
@@ -69,6 +74,7 @@ class TaskRecord:
             "tokens_out": self.tokens_out,
             "retry_at": self.retry_at,
             "parent_task_id": t.parent_task_id,
+            "result": self.parsed_result,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

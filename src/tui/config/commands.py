@@ -1,0 +1,40 @@
+"""Run a config's ``command`` for ``{command_output}``: ``SHELL -c COMMAND`` with the command
+string from the config only (user text never reaches a shell), in its own process group."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from tui.engine.procs import terminate_group
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    exit_code: int | None  # None: stopped at the timeout
+    output: str  # stdout and stderr, interleaved as written
+
+
+async def run_command(command: str, *, shell: str, timeout: float, cwd: str) -> CommandResult:
+    return await run_argv([shell, "-c", command], timeout=timeout, cwd=cwd)
+
+
+async def run_argv(argv: list[str], *, timeout: float, cwd: str | None = None) -> CommandResult:
+    """Run ``argv`` to its end or ``timeout`` (0 = none); OSError when it cannot start."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout or None)
+        code: int | None = proc.returncode
+    except TimeoutError:
+        out, code = b"", None
+    finally:
+        # Whatever it left running (or all of it, at the timeout) goes with it.
+        await terminate_group(proc.pid, grace=0.5, proc=proc)
+    return CommandResult(code, out.decode("utf-8", errors="replace"))

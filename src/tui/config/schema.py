@@ -1,0 +1,133 @@
+"""The sections of ``config.toml`` as pydantic models (one file's view, before merging)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tui.model.duration import parse_duration
+from tui.model.secrets import refuse_secrets
+from tui.model.task import AgentConfig, _one_of
+from tui.model.variables import Variable
+
+NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+NAME_FIX = "use lower-case letters, digits and single dashes, e.g. `code-review`"
+AGENT_KINDS = ("claude", "gemini", "codex", "shell")
+NOTIFY_MODES = ("auto", "off", "osc9", "osc777")
+DEFAULT_CONCURRENCY = 4
+DEFAULT_SHELL = "bash"
+SECTIONS = ("settings", "agents", "roles", "contexts", "tasks")
+
+# What a [tasks.NAME] may set besides its own keys: defaults for the YAML task it becomes.
+TASK_DEFAULTS = ("timeout", "retry", "priority", "tags", "review", "output_format")
+AGENT_DEFAULTS = tuple(f for f in AgentConfig.model_fields if f not in ("type", "instructions"))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Settings(_Model):
+    default_agent: str = ""
+    default_role: str = ""
+    shell: str = ""  # "" = the built-in bash
+    command_timeout: float = 30.0  # seconds for {command} output; a Go duration in TOML
+    concurrency: int | None = Field(default=None, ge=1)
+    theme: str = ""
+    notifications: str = ""  # auto | off | osc9 | osc777
+    database: str = ""  # made absolute against the file's base directory when loaded
+    keys: dict[str, Any] = Field(default_factory=dict)  # command id -> key, checked by the app
+
+    @field_validator("command_timeout", mode="before")
+    @classmethod
+    def _parse_timeout(cls, value: Any) -> float:
+        return parse_duration(value)
+
+    @field_validator("notifications", mode="before")
+    @classmethod
+    def _check_notify(cls, value: Any) -> Any:
+        return _one_of("notifications", value, NOTIFY_MODES, optional=True)
+
+
+class AgentDef(_Model):
+    type: str
+    bin: str = ""  # the CLI to run (claude, gemini, codex)
+    default_model: str = ""
+    models: dict[str, str] = Field(default_factory=dict)  # short name -> model id
+    args: list[str] = Field(default_factory=list)  # extra CLI arguments
+    env: dict[str, str] = Field(default_factory=dict)
+    # Shell agents: the script to run; the prompt arrives in $TUI_PROMPT, never in the script.
+    script: str = ""
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, value: dict[str, str]) -> dict[str, str]:
+        return refuse_secrets(value)
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _check_type(cls, value: Any) -> Any:
+        return _one_of("type", value, AGENT_KINDS, optional=False)
+
+    @model_validator(mode="after")
+    def _shell_needs_script(self) -> AgentDef:
+        if self.type == "shell" and not self.script.strip():
+            raise ValueError('a shell agent needs script = "..." (the prompt is in $TUI_PROMPT)')
+        if self.type != "shell" and self.script:
+            raise ValueError(f"script is only for shell agents; a {self.type} agent takes bin/args")
+        return self
+
+
+class Source(_Model):
+    """Where a role's, context's or template's text comes from (at least one of the three)."""
+
+    file: str = ""
+    command: str = ""
+    prompt: str | None = None
+    shell: str = ""
+    command_timeout: float | None = None
+
+    @field_validator("command_timeout", mode="before")
+    @classmethod
+    def _parse_timeout(cls, value: Any) -> float | None:
+        return None if value is None else parse_duration(value)
+
+    @model_validator(mode="after")
+    def _needs_text(self) -> Source:
+        if not self.file and not self.command and self.prompt is None:
+            raise ValueError("give at least one of file, command or prompt")
+        return self
+
+
+class Role(Source):
+    pass
+
+
+class ContextDef(Source):
+    required: bool = False
+
+
+class TaskTemplate(Source):
+    # Extra keys are defaults for the task (timeout, priority, model...), checked by the loader.
+    model_config = ConfigDict(extra="allow")
+
+    alias: str = ""
+    description: str = ""
+    role: str = ""
+    agent: str = ""
+    contexts: list[str] = Field(default_factory=list)  # optional contexts this template uses
+    variables: list[Variable] = Field(default_factory=list)  # {{name}} in the prompt
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+SECTION_MODELS: dict[str, type[BaseModel]] = {
+    "agents": AgentDef,
+    "roles": Role,
+    "contexts": ContextDef,
+    "tasks": TaskTemplate,
+}
