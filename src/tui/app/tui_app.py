@@ -13,6 +13,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.command import SimpleCommand
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
@@ -257,7 +258,10 @@ class TuiApp(App[None]):
             for q in await self.engine.questions()
         ]
         self._panel.set_questions(items)
-        tab = self._tabs.get_tab("questions-tab")
+        try:
+            tab = self._tabs.get_tab("questions-tab")
+        except NoMatches:  # the app is closing: the batch timer outlived the tabs
+            return
         tab.label = f"Questions ({len(items)})" if items else "Questions"  # type: ignore[assignment]
 
     def _update_status(self) -> None:
