@@ -84,6 +84,11 @@ class AgentConfig(_Model):
     system_prompt_append: str = ""
     additional_args: list[str] = Field(default_factory=list)
     skip_planning: bool = False
+    # agent.type taskfile: the Taskfile task to run, and what it gets as {{.CLI_ARGS}}.
+    task: str = ""
+    args: list[str] = Field(default_factory=list)
+    # Give the agent CLI tui's MCP tools (ask_user, run_user_task...); false opts out.
+    mcp: bool = True
 
     @field_validator("type", mode="before")
     @classmethod
