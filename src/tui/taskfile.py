@@ -9,6 +9,7 @@ for any failing command otherwise).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -157,3 +158,63 @@ def to_task(
     return Task.model_validate(
         {"name": entry.name, "description": entry.desc, "agent": agent, **fields}
     )
+
+
+@dataclass(frozen=True)
+class TaskRunOutput:
+    name: str
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+        }
+
+
+OUTPUT_CAP = 100_000  # characters kept per stream (the end), so one run cannot flood a model
+
+
+async def run_captured(
+    project_dir: str | os.PathLike[str],
+    name: str,
+    args: Sequence[str] = (),
+    *,
+    env: dict[str, str] | None = None,
+) -> TaskRunOutput:
+    """Run task ``name`` of the project's Taskfile to the end and return what it printed.
+
+    The child stays in the caller's process group on purpose: the caller is an agent's tool
+    server, and when the engine stops that agent's group this run goes with it.
+    """
+    path = find_taskfile(project_dir)
+    if path is None:
+        raise TaskfileError(f"no .agent/Taskfile.yml in {project_dir}")
+    await asyncio.to_thread(check_task, path, name)
+    argv = run_argv(task_binary(), path, name, args)
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=os.path.expanduser(project_dir),
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:  # cancelled: do not leave it running
+            proc.kill()
+            await proc.wait()
+    return TaskRunOutput(name, proc.returncode or 0, _tail(out), _tail(err))
+
+
+def _tail(data: bytes) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if len(text) <= OUTPUT_CAP:
+        return text
+    return f"[… {len(text) - OUTPUT_CAP} characters cut …]\n" + text[-OUTPUT_CAP:]

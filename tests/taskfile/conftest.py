@@ -35,8 +35,7 @@ def write_taskfile(project: Path, text: str = TASKFILE) -> Path:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    p = tmp_path / "project"
-    p.mkdir()
-    write_taskfile(p)
-    return p
+def project(project: Path) -> Path:
+    """The shared project fixture, with the Taskfile above in it."""
+    write_taskfile(project)
+    return project
