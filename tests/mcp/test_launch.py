@@ -1,0 +1,42 @@
+"""How agent CLIs are told to start tui's MCP server."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from tui.agents.claude_protocol import build_argv
+from tui.mcp.launch import claude_mcp_config, claude_tool_rule
+from tui.model.task import AgentConfig
+
+RUN_ENV = {"TUI_DB": "/d/tui.db", "TUI_TASK_ID": "t1", "TUI_RUN_ID": "7", "HOME": "/h"}
+
+
+def test_claude_config_starts_this_python_with_the_run_env_only() -> None:
+    agent = AgentConfig(instructions="x", project_dir="~/src/app")
+    config = json.loads(claude_mcp_config(RUN_ENV, agent))
+    assert config == {
+        "mcpServers": {
+            "tui": {
+                "type": "stdio",
+                "command": sys.executable,
+                "args": ["-m", "tui.mcp"],
+                "env": {
+                    "TUI_DB": "/d/tui.db",
+                    "TUI_TASK_ID": "t1",
+                    "TUI_RUN_ID": "7",
+                    "TUI_PROJECT_DIR": "~/src/app",
+                },
+            }
+        }
+    }
+
+
+def test_claude_argv_allows_the_tools_next_to_the_tasks_own() -> None:
+    agent = AgentConfig(instructions="x", allowed_tools=["Read"])
+    config = claude_mcp_config(RUN_ENV, agent)
+    argv = build_argv("claude", agent, mcp_config=config, mcp_tools=claude_tool_rule())
+    i = argv.index("--allowedTools")
+    assert argv[i + 1 : i + 3] == ["Read", "mcp__tui"]
+    assert argv[argv.index("--mcp-config") + 1] == config
+    assert "--mcp-config" not in build_argv("claude", agent)
