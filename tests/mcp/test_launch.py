@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from tui.agents.claude_protocol import build_argv
-from tui.mcp.launch import claude_mcp_config, claude_tool_rule
+from tui.mcp.launch import claude_mcp_config, claude_tool_rule, gemini_home
 from tui.model.task import AgentConfig
 
 RUN_ENV = {"TUI_DB": "/d/tui.db", "TUI_TASK_ID": "t1", "TUI_RUN_ID": "7", "HOME": "/h"}
@@ -40,3 +41,28 @@ def test_claude_argv_allows_the_tools_next_to_the_tasks_own() -> None:
     assert argv[i + 1 : i + 3] == ["Read", "mcp__tui"]
     assert argv[argv.index("--mcp-config") + 1] == config
     assert "--mcp-config" not in build_argv("claude", agent)
+
+
+def test_gemini_home_adds_tui_next_to_the_users_servers_without_touching_them(tmp_path) -> None:
+    real = tmp_path / "home" / ".gemini"
+    real.mkdir(parents=True)
+    mine = {"security": {"auth": {"selectedType": "gemini-api-key"}}, "mcpServers": {"x": {}}}
+    (real / "settings.json").write_text(json.dumps(mine))
+    (real / "oauth_creds.json").write_text("secret")
+    env = {**RUN_ENV, "HOME": str(tmp_path / "home")}
+    with gemini_home(env, AgentConfig(instructions="x")) as extra:
+        view = os.path.join(extra["GEMINI_CLI_HOME"], ".gemini")
+        with open(os.path.join(view, "settings.json")) as f:
+            settings = json.load(f)
+        assert settings["security"] == mine["security"]
+        assert set(settings["mcpServers"]) == {"x", "tui"}
+        tui = settings["mcpServers"]["tui"]
+        assert tui["trust"] is True and tui["args"] == ["-m", "tui.mcp"]
+        assert tui["env"]["TUI_MCP_ASK_TOOL"] == "ask_person"
+        # Credentials and the session store are the user's own, linked.
+        assert os.path.realpath(os.path.join(view, "oauth_creds.json")) == str(
+            real / "oauth_creds.json"
+        )
+        assert os.path.realpath(os.path.join(view, "tmp")) == str(real / "tmp")
+    assert not os.path.exists(view)
+    assert json.loads((real / "settings.json").read_text()) == mine

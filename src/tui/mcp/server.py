@@ -42,7 +42,7 @@ def build_server(tools: Tools) -> MCPServer:
         exit_code, stdout and stderr."""
         return json.dumps(await _call(tools.run_user_task(name, list(args))))
 
-    @server.tool(structured_output=False)
+    @server.tool(name=tools.run.ask_tool, structured_output=False)
     async def ask_user(
         question: Annotated[str, Field(description="the question, complete and specific")],
         options: Annotated[

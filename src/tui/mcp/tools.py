@@ -11,7 +11,7 @@ from typing import Any
 from tui.engine.asking import answer_values, ask_person, question_payload
 from tui.engine.client import connect
 from tui.engine.scheduler import EngineError
-from tui.mcp.launch import PROJECT_ENV
+from tui.mcp.launch import ASK_TOOL_ENV, PROJECT_ENV
 from tui.model.task import Task
 from tui.store.db import Store
 from tui.taskfile import TaskfileError, list_tasks, run_captured
@@ -29,6 +29,7 @@ class RunInfo:
     task_id: str
     run_id: int
     project_dir: str = ""  # "" = the task's agent.project_dir, else the current directory
+    ask_tool: str = "ask_user"  # the name the ask tool is served under
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> RunInfo:
@@ -44,7 +45,13 @@ class RunInfo:
             raise ValueError(
                 f"TUI_RUN_ID must be a run number, got {env['TUI_RUN_ID']!r}"
             ) from None
-        return cls(env["TUI_DB"], env["TUI_TASK_ID"], run_id, env.get(PROJECT_ENV, ""))
+        return cls(
+            env["TUI_DB"],
+            env["TUI_TASK_ID"],
+            run_id,
+            env.get(PROJECT_ENV, ""),
+            env.get(ASK_TOOL_ENV) or "ask_user",
+        )
 
 
 class Tools:
