@@ -7,7 +7,13 @@ import os
 import sys
 
 from tui.agents.claude_protocol import build_argv
-from tui.mcp.launch import claude_mcp_config, claude_tool_rule, gemini_home
+from tui.mcp.launch import (
+    claude_mcp_config,
+    claude_tool_rule,
+    codex_config_args,
+    gemini_home,
+    wanted,
+)
 from tui.model.task import AgentConfig
 
 RUN_ENV = {"TUI_DB": "/d/tui.db", "TUI_TASK_ID": "t1", "TUI_RUN_ID": "7", "HOME": "/h"}
@@ -66,3 +72,18 @@ def test_gemini_home_adds_tui_next_to_the_users_servers_without_touching_them(tm
         assert os.path.realpath(os.path.join(view, "tmp")) == str(real / "tmp")
     assert not os.path.exists(view)
     assert json.loads((real / "settings.json").read_text()) == mine
+
+
+def test_only_engine_runs_that_did_not_opt_out_get_the_server() -> None:
+    assert wanted(RUN_ENV, AgentConfig(instructions="x"))
+    assert not wanted(RUN_ENV, AgentConfig(instructions="x", mcp=False))
+    assert not wanted({"HOME": "/h"}, AgentConfig(instructions="x"))  # not run by an engine
+
+
+def test_codex_gets_one_inline_table_with_approval_and_a_startup_wait() -> None:
+    flag, value = codex_config_args(RUN_ENV, AgentConfig(instructions="x"))
+    assert flag == "-c" and value.startswith("mcp_servers.tui={")
+    assert f"command={json.dumps(sys.executable)}" in value
+    assert 'args=["-m","tui.mcp"]' in value
+    assert 'env={TUI_DB="/d/tui.db",TUI_TASK_ID="t1",TUI_RUN_ID="7"}' in value
+    assert "required=true" in value and 'default_tools_approval_mode="approve"' in value

@@ -44,7 +44,7 @@ from tui.agents.cli_process import (
     record_json_lines,
     run_cli,
 )
-from tui.mcp.launch import claude_mcp_config, claude_tool_rule
+from tui.mcp.launch import claude_mcp_config, claude_tool_rule, wanted
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
 from tui.store.records import STDERR
@@ -93,8 +93,8 @@ class ClaudeAdapter:
 
 
 def _mcp_args(run_env: dict[str, str], agent: AgentConfig) -> dict[str, str]:
-    """tui's MCP server for this run, its tools allowed outright; none with agent.mcp false."""
-    if not agent.mcp:
+    """tui's MCP server for this run, its tools allowed outright (see `wanted`)."""
+    if not wanted(run_env, agent):
         return {}
     return {"mcp_config": claude_mcp_config(run_env, agent), "mcp_tools": claude_tool_rule()}
 

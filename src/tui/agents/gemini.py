@@ -38,7 +38,7 @@ from tui.agents.gemini_protocol import (
     price_table,
     with_system_append,
 )
-from tui.mcp.launch import gemini_home
+from tui.mcp.launch import gemini_home, wanted
 from tui.store.records import STDERR, STDOUT
 
 BIN_ENV = "TUI_GEMINI_BIN"
@@ -63,9 +63,9 @@ class GeminiAdapter:
         return find_cli(env, BIN_ENV, self.bin, NOT_FOUND)
 
     async def run(self, ctx: RunContext) -> RunResult:
-        if not ctx.task.agent.mcp:
-            return await self._run(ctx, {**ctx.env, **self.extra_env})
         env = {**ctx.env, **self.extra_env}
+        if not wanted(ctx.env, ctx.task.agent):
+            return await self._run(ctx, env)
         with gemini_home(env, ctx.task.agent) as mcp_env:
             return await self._run(ctx, {**env, **mcp_env})
 

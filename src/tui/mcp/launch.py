@@ -20,6 +20,12 @@ ASK_TOOL_ENV = "TUI_MCP_ASK_TOOL"  # the name ask_user is served under (see gemi
 GEMINI_ASK_TOOL = "ask_person"
 
 
+def wanted(run_env: Mapping[str, str], agent: AgentConfig) -> bool:
+    """Whether a run gets tui's server: not when the task opts out (agent.mcp: false), nor
+    outside an engine run (no TUI_* env: there is no run for the tools to serve)."""
+    return agent.mcp and all(run_env.get(k) for k in ENV_KEYS)
+
+
 def server_env(run_env: Mapping[str, str], agent: AgentConfig) -> dict[str, str]:
     """What the server needs to know about the run (the engine sets TUI_* for every run)."""
     env = {k: run_env[k] for k in ENV_KEYS if k in run_env}
@@ -46,6 +52,29 @@ def claude_mcp_config(run_env: Mapping[str, str], agent: AgentConfig) -> str:
 def claude_tool_rule() -> str:
     """The --allowedTools rule that lets the model use every tui tool without asking."""
     return f"mcp__{SERVER_NAME}"
+
+
+# -- codex ---------------------------------------------------------------------------------
+
+
+STARTUP_TIMEOUT = 60  # seconds an agent CLI waits for the server to start
+
+
+def codex_config_args(run_env: Mapping[str, str], agent: AgentConfig) -> list[str]:
+    """``-c mcp_servers.tui={...}`` for `codex exec`: a TOML inline table (JSON strings are
+    valid TOML basic strings), added to whatever servers the user's config.toml has."""
+    spec = server_spec(run_env, agent)
+    env = ",".join(f"{k}={json.dumps(v)}" for k, v in server_env(run_env, agent).items())
+    args = ",".join(json.dumps(a) for a in spec["args"])  # type: ignore[attr-defined]
+    # required: codex exec otherwise starts the first turn without waiting for the server
+    # (Python and the SDK take seconds to import), so the model would not have its tools.
+    # approve: `codex exec` never asks, and refuses MCP calls that would need approval.
+    table = (
+        f"{{command={json.dumps(spec['command'])},args=[{args}],env={{{env}}},"
+        f"startup_timeout_sec={STARTUP_TIMEOUT},required=true,"
+        f'default_tools_approval_mode="approve"}}'
+    )
+    return ["-c", f"mcp_servers.{SERVER_NAME}={table}"]
 
 
 # -- gemini --------------------------------------------------------------------------------
