@@ -34,6 +34,7 @@ def test_claude_config_starts_this_python_with_the_run_env_only() -> None:
                     "TUI_RUN_ID": "7",
                     "TUI_PROJECT_DIR": "~/src/app",
                 },
+                "timeout": 86_400_000,  # a day: a person may take a while to answer
             }
         }
     }
@@ -64,6 +65,7 @@ def test_gemini_home_adds_tui_next_to_the_users_servers_without_touching_them(tm
         assert set(settings["mcpServers"]) == {"x", "tui"}
         tui = settings["mcpServers"]["tui"]
         assert tui["trust"] is True and tui["args"] == ["-m", "tui.mcp"]
+        assert tui["timeout"] == 86_400_000
         assert tui["env"]["TUI_MCP_ASK_TOOL"] == "ask_person"
         # Credentials and the session store are the user's own, linked.
         assert os.path.realpath(os.path.join(view, "oauth_creds.json")) == str(
@@ -86,4 +88,8 @@ def test_codex_gets_one_inline_table_with_approval_and_a_startup_wait() -> None:
     assert f"command={json.dumps(sys.executable)}" in value
     assert 'args=["-m","tui.mcp"]' in value
     assert 'env={TUI_DB="/d/tui.db",TUI_TASK_ID="t1",TUI_RUN_ID="7"}' in value
-    assert "required=true" in value and 'default_tools_approval_mode="approve"' in value
+    assert (
+        "tool_timeout_sec=86400" in value
+        and "required=true" in value
+        and 'default_tools_approval_mode="approve"' in value
+    )

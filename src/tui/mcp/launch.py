@@ -16,6 +16,10 @@ SERVER_NAME = "tui"  # claude shows the tools as mcp__tui__ask_user ...
 TOOLS = ("list_user_tasks", "run_user_task", "ask_user", "create_subtask")
 ENV_KEYS = ("TUI_DB", "TUI_TASK_ID", "TUI_RUN_ID")
 PROJECT_ENV = "TUI_PROJECT_DIR"
+# ask_user waits for a person, which can take hours: each CLI's per-call limit (claude and
+# gemini default to minutes, codex to 60 s) is raised to a day, under the 24.8-day ceiling of
+# a JavaScript timer.
+TOOL_TIMEOUT = 24 * 3600  # seconds
 ASK_TOOL_ENV = "TUI_MCP_ASK_TOOL"  # the name ask_user is served under (see gemini below)
 GEMINI_ASK_TOOL = "ask_person"
 
@@ -46,7 +50,8 @@ def server_spec(run_env: Mapping[str, str], agent: AgentConfig) -> dict[str, obj
 
 def claude_mcp_config(run_env: Mapping[str, str], agent: AgentConfig) -> str:
     """The JSON `claude --mcp-config` takes."""
-    return json.dumps({"mcpServers": {SERVER_NAME: server_spec(run_env, agent)}})
+    spec = {**server_spec(run_env, agent), "timeout": TOOL_TIMEOUT * 1000}
+    return json.dumps({"mcpServers": {SERVER_NAME: spec}})
 
 
 def claude_tool_rule() -> str:
@@ -71,7 +76,7 @@ def codex_config_args(run_env: Mapping[str, str], agent: AgentConfig) -> list[st
     # approve: `codex exec` never asks, and refuses MCP calls that would need approval.
     table = (
         f"{{command={json.dumps(spec['command'])},args=[{args}],env={{{env}}},"
-        f"startup_timeout_sec={STARTUP_TIMEOUT},required=true,"
+        f"startup_timeout_sec={STARTUP_TIMEOUT},tool_timeout_sec={TOOL_TIMEOUT},required=true,"
         f'default_tools_approval_mode="approve"}}'
     )
     return ["-c", f"mcp_servers.{SERVER_NAME}={table}"]
@@ -107,7 +112,7 @@ def gemini_home(run_env: Mapping[str, str], agent: AgentConfig) -> Iterator[dict
     # Headless gemini drops every tool called ask_user (its own interactive tool's name), MCP
     # ones included: there it is mcp_tui_ask_person.
     spec["env"] = {**server_env(run_env, agent), ASK_TOOL_ENV: GEMINI_ASK_TOOL}
-    servers[SERVER_NAME] = {**spec, "trust": True}
+    servers[SERVER_NAME] = {**spec, "trust": True, "timeout": TOOL_TIMEOUT * 1000}
     settings["mcpServers"] = servers
     with tempfile.TemporaryDirectory(prefix="tui-gemini-") as home:
         view = os.path.join(home, GEMINI_DIR)

@@ -3,6 +3,7 @@ started the server and reaches the live engine through its command inbox, like `
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ class Tools:
 
     async def list_user_tasks(self) -> list[dict[str, str]]:
         try:
-            tasks = list_tasks(await self.project_dir())
+            tasks = await asyncio.to_thread(list_tasks, await self.project_dir())
         except TaskfileError as e:
             raise ToolFailure(str(e)) from None
         return [{"name": t.name, "description": t.desc} for t in tasks]
