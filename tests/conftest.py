@@ -13,7 +13,7 @@ from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Store
-from tui.store.records import QuestionRecord
+from tui.store.records import QuestionRecord, TaskRecord
 
 
 @pytest.fixture
@@ -69,3 +69,16 @@ async def question(engine: Engine, task_id: str, since: Cursor | None = None) ->
         raise AssertionError("the event stream ended")
 
     return await asyncio.wait_for(watch(), 30)
+
+
+async def answered_run(engine: Engine, task: Task, text: str, answer: str) -> TaskRecord:
+    """Submit ``task``, answer the question ``text`` it asks with ``answer`` once it asks,
+    and return the task when it has settled."""
+    await engine.submit([task])
+    q = await question(engine, task.id)
+    assert q.payload["questions"][0]["question"] == text
+    await engine.answer(q.id, {"answers": {text: answer}})
+    await asyncio.wait_for(engine.wait_settled([task.id]), 30)
+    rec = await engine.get(task.id)
+    assert rec is not None
+    return rec

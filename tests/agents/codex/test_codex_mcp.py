@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.agents.cli_support import settled
 from tests.agents.codex.conftest import codex_task, needs_cli
 from tests.agents.codex.responses_server import ResponsesServer, call, say
-from tests.conftest import question
+from tests.conftest import answered_run
 from tests.taskfile.conftest import write_taskfile
 from tui.engine.scheduler import Engine
 from tui.model.states import State
@@ -39,13 +39,8 @@ async def test_codex_asks_and_runs_a_user_task_through_tui(
         ],
     )
     t = codex_task("mcp", "zc-mcp: use the tools", project)
-    await engine.submit([t])
-    q = await question(engine, t.id)
-    assert q.payload["questions"][0]["question"] == "Which database?"
-    await engine.answer(q.id, {"answers": {"Which database?": "SQLite"}})
-    await settled(engine, t.id)
-    rec = await engine.get(t.id)
-    assert rec is not None and rec.state == State.COMPLETED, rec and rec.reason
+    rec = await answered_run(engine, t, "Which database?", "SQLite")
+    assert rec.state == State.COMPLETED, rec.reason
     requests = responses.turn_requests("zc-mcp")
     assert '"name": "mcp__tui"' in json.dumps(requests[0].body["tools"])  # offered at once
     last = json.dumps(requests[-1].body)

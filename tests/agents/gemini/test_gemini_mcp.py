@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.agents.cli_support import settled
 from tests.agents.gemini.conftest import gemini_task, needs_cli
 from tests.agents.gemini.gemini_server import GeminiServer, call, say
-from tests.conftest import question
+from tests.conftest import answered_run
 from tests.taskfile.conftest import write_taskfile
 from tui.engine.scheduler import Engine
 from tui.model.states import State
@@ -31,13 +31,8 @@ async def test_gemini_asks_and_runs_a_user_task_through_tui(
         ],
     )
     t = gemini_task("mcp", "zg-mcp: use the tools", project)
-    await engine.submit([t])
-    q = await question(engine, t.id)
-    assert q.payload["questions"][0]["question"] == "Which database?"
-    await engine.answer(q.id, {"answers": {"Which database?": "SQLite"}})
-    await settled(engine, t.id)
-    rec = await engine.get(t.id)
-    assert rec is not None and rec.state == State.COMPLETED, rec and rec.reason
+    rec = await answered_run(engine, t, "Which database?", "SQLite")
+    assert rec.state == State.COMPLETED, rec.reason
 
     turns = gemini.turn_requests("zg-mcp")
     responses = {r["name"]: json.dumps(r["response"]) for r in turns[-1].function_responses()}
