@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tui.engine.events import OutputBatch
+from tui.engine.events import Cursor, OutputBatch
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Store
+from tui.store.records import QuestionRecord, TaskRecord
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +62,14 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
     await s.close()
 
 
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An agent's project_dir: an empty directory its real tools write into."""
+    p = tmp_path / "project"
+    p.mkdir()
+    return p
+
+
 def shell_task(name: str, script: str, **fields: object) -> Task:
     return Task.model_validate(
         {"name": name, "agent": {"type": "shell", "instructions": script}, **fields}
@@ -83,3 +92,32 @@ async def wait_state(engine: Engine, task_id: str, *states: State) -> None:
                 return
 
     await asyncio.wait_for(watch(), 30)
+
+
+async def question(engine: Engine, task_id: str, since: Cursor | None = None) -> QuestionRecord:
+    """The task's next open question after ``since`` (default: the oldest), from the engine's
+    event stream."""
+
+    async def watch() -> QuestionRecord:
+        async for ev in engine.events(since or Cursor()):
+            if isinstance(ev, OutputBatch) or ev.kind != "question" or ev.task_id != task_id:
+                continue
+            q = await engine.store.get_question(ev.data["question_id"])
+            if q is not None and q.status == "open":
+                return q
+        raise AssertionError("the event stream ended")
+
+    return await asyncio.wait_for(watch(), 30)
+
+
+async def answered_run(engine: Engine, task: Task, text: str, answer: str) -> TaskRecord:
+    """Submit ``task``, answer the question ``text`` it asks with ``answer`` once it asks,
+    and return the task when it has settled."""
+    await engine.submit([task])
+    q = await question(engine, task.id)
+    assert q.payload["questions"][0]["question"] == text
+    await engine.answer(q.id, {"answers": {text: answer}})
+    await asyncio.wait_for(engine.wait_settled([task.id]), 30)
+    rec = await engine.get(task.id)
+    assert rec is not None
+    return rec

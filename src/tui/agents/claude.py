@@ -44,6 +44,7 @@ from tui.agents.cli_process import (
     record_json_lines,
     run_cli,
 )
+from tui.mcp.launch import claude_mcp_config, claude_tool_rule, wanted
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
 from tui.store.records import STDERR
@@ -76,18 +77,26 @@ class ClaudeAdapter:
         if spent := budget_spent(agent, ctx.cost_so_far):
             return spent
         files = read_context_files(agent, cwd)  # a missing file fails before anything starts
+        mcp = _mcp_args(ctx.env, agent)
         session = latest_session(ctx.previous_runs)
         if session:
             prompt = resume_prompt(ctx.previous_runs, ctx.rejection_comment, ctx.late_answers)
             talk = _Conversation(ctx, agent, cwd, env, plan=False)
-            result = await talk.run(build_argv(binary, agent, resume=session), prompt)
+            result = await talk.run(build_argv(binary, agent, resume=session, **mcp), prompt)
             if not talk.lost_session:
                 return result
             await ctx.output(STDERR, [f"[tui] session {session} is gone; starting afresh"])
         plan = plans_first(agent, resuming=False)
         talk = _Conversation(ctx, agent, cwd, env, plan=plan)
-        argv = build_argv(binary, agent, plan=plan)
+        argv = build_argv(binary, agent, plan=plan, **mcp)
         return await talk.run(argv, first_prompt(agent.instructions, files))
+
+
+def _mcp_args(run_env: dict[str, str], agent: AgentConfig) -> dict[str, str]:
+    """tui's MCP server for this run, its tools allowed outright (see `wanted`)."""
+    if not wanted(run_env, agent):
+        return {}
+    return {"mcp_config": claude_mcp_config(run_env, agent), "mcp_tools": claude_tool_rule()}
 
 
 class _Conversation:

@@ -48,22 +48,33 @@ def plans_first(agent: AgentConfig, resuming: bool) -> bool:
 
 
 def build_argv(
-    binary: str, agent: AgentConfig, *, resume: str = "", plan: bool = False
+    binary: str,
+    agent: AgentConfig,
+    *,
+    resume: str = "",
+    plan: bool = False,
+    mcp_config: str = "",
+    mcp_tools: str = "",
 ) -> list[str]:
+    """``mcp_config``: JSON for --mcp-config (tui's MCP server); ``mcp_tools``: the
+    --allowedTools rule that lets the model use its tools without asking."""
     argv = [binary, *BASE_ARGS]
     if agent.model:
         argv += ["--model", agent.model]
     mode = PermissionMode.PLAN.value if plan else agent.permission_mode.value
     if mode:
         argv += ["--permission-mode", mode]
-    if agent.allowed_tools:
-        argv += ["--allowedTools", *agent.allowed_tools]
+    allowed = [*agent.allowed_tools, *([mcp_tools] if mcp_tools else [])]
+    if allowed:
+        argv += ["--allowedTools", *allowed]
     if agent.disallowed_tools:
         argv += ["--disallowedTools", *agent.disallowed_tools]
     if agent.system_prompt_append:
         argv += ["--append-system-prompt", agent.system_prompt_append]
     if agent.max_budget_usd > 0:
         argv += ["--max-budget-usd", _money(agent.max_budget_usd)]
+    if mcp_config:
+        argv += ["--mcp-config", mcp_config]
     if resume:
         argv += ["--resume", resume]
     argv += list(agent.additional_args)

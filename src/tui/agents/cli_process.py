@@ -78,6 +78,27 @@ async def run_cli(
     return code
 
 
+RESULT_LINES = 20  # a plain command's last stdout lines are its result (shown in a review)
+
+
+async def run_plain(
+    ctx: RunContext, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str] | None
+) -> tuple[int, str]:
+    """Run a command whose output is plain text (a script, a Taskfile task): record stdout and
+    stderr as they are, return the exit code and the last stdout lines as the result."""
+    tail: deque[str] = deque(maxlen=RESULT_LINES)
+
+    async def stdout(lines: list[str]) -> None:
+        await ctx.output(STDOUT, lines)
+        tail.extend(lines[-RESULT_LINES:])
+
+    async def stderr(lines: list[str]) -> None:
+        await ctx.output(STDERR, lines)
+
+    code = await run_cli(ctx, argv, cwd=cwd, env=env, on_stdout=stdout, on_stderr=stderr)
+    return code, "\n".join(tail)
+
+
 async def _read(stream: asyncio.StreamReader, on_lines: OnLines) -> None:
     splitter = LineSplitter()
     while True:

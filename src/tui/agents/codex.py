@@ -41,6 +41,7 @@ from tui.agents.codex_protocol import (
     see,
 )
 from tui.agents.gemini_protocol import Price, price_table, with_system_append
+from tui.mcp.launch import codex_config_args, wanted
 from tui.store.records import STDERR
 
 BIN_ENV = "TUI_CODEX_BIN"
@@ -69,9 +70,10 @@ class CodexAdapter:
         self, binary: str, ctx: RunContext, prompt: str, resume: str = ""
     ) -> tuple[list[str], bytes | None]:
         agent = ctx.task.agent
-        if self.extra_args:
+        mcp = codex_config_args(ctx.env, agent) if wanted(ctx.env, agent) else []
+        if self.extra_args or mcp:
             agent = agent.model_copy(
-                update={"additional_args": [*self.extra_args, *agent.additional_args]}
+                update={"additional_args": [*self.extra_args, *mcp, *agent.additional_args]}
             )
         return build_argv(binary, agent, prompt, resume=resume)
 

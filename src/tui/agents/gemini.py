@@ -38,6 +38,7 @@ from tui.agents.gemini_protocol import (
     price_table,
     with_system_append,
 )
+from tui.mcp.launch import gemini_home, wanted
 from tui.store.records import STDERR, STDOUT
 
 BIN_ENV = "TUI_GEMINI_BIN"
@@ -62,9 +63,15 @@ class GeminiAdapter:
         return find_cli(env, BIN_ENV, self.bin, NOT_FOUND)
 
     async def run(self, ctx: RunContext) -> RunResult:
+        env = {**ctx.env, **self.extra_env}
+        if not wanted(ctx.env, ctx.task.agent):
+            return await self._run(ctx, env)
+        with gemini_home(env, ctx.task.agent) as mcp_env:
+            return await self._run(ctx, {**env, **mcp_env})
+
+    async def _run(self, ctx: RunContext, env: dict[str, str]) -> RunResult:
         agent = ctx.task.agent
         cwd = project_dir(agent)
-        env = {**ctx.env, **self.extra_env}
         binary = self.binary(env)
         table = price_table(self.prices, env)
         build_argv(binary, agent)  # refuses unsupported settings before anything starts

@@ -7,6 +7,7 @@ from tui.agents.claude import ClaudeAdapter
 from tui.agents.codex import CodexAdapter
 from tui.agents.gemini import GeminiAdapter
 from tui.agents.shell import ShellAdapter
+from tui.agents.taskfile import TaskfileAdapter
 
 
 def default_adapters() -> dict[str, Adapter]:
@@ -15,4 +16,5 @@ def default_adapters() -> dict[str, Adapter]:
         "claude": ClaudeAdapter(),
         "gemini": GeminiAdapter(),
         "codex": CodexAdapter(),
+        "taskfile": TaskfileAdapter(),
     }

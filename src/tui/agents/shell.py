@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from collections import deque
-
 from tui.agents.base import RunContext, RunResult
-from tui.agents.cli_process import project_dir, run_cli
+from tui.agents.cli_process import project_dir, run_plain
 from tui.model.states import State
-from tui.store.records import STDERR, STDOUT
-
-RESULT_LINES = 20  # the last stdout lines are the task's result (shown in a review)
 
 
 class ShellAdapter:
@@ -19,20 +14,11 @@ class ShellAdapter:
         cwd = project_dir(ctx.task.agent)
         # The script is one argv item, never spliced into another command line; $0 names the task.
         argv = [ctx.shell, "-c", ctx.task.agent.instructions, f"tui:{ctx.task.name}"]
-        tail: deque[str] = deque(maxlen=RESULT_LINES)
-
-        async def stdout(lines: list[str]) -> None:
-            await ctx.output(STDOUT, lines)
-            tail.extend(lines[-RESULT_LINES:])
-
-        async def stderr(lines: list[str]) -> None:
-            await ctx.output(STDERR, lines)
-
         # Background jobs the script left behind would hold the pipes open and outlive the
         # task: run_cli ends the rest of the group once its leader is done.
-        code = await run_cli(ctx, argv, cwd=cwd, env=ctx.env, on_stdout=stdout, on_stderr=stderr)
+        code, result = await run_plain(ctx, argv, cwd=cwd, env=ctx.env)
         if code == 0:
-            return RunResult(State.COMPLETED, exit_code=0, result="\n".join(tail))
+            return RunResult(State.COMPLETED, exit_code=0, result=result)
         return RunResult(State.FAILED, exit_code=code, error=_describe_exit(code))
 
 

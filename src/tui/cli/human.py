@@ -8,31 +8,15 @@ import asyncio
 import json
 import os
 import signal
-import time
 from typing import Any
 
 from tui.cli.common import err, open_store
+from tui.engine.asking import answer_values, ask_person, question_payload
 from tui.engine.client import connected
-from tui.engine.scheduler import Engine, EngineError
+from tui.engine.scheduler import EngineError
 from tui.model.duration import parse_duration
 from tui.store.db import Store, StoreError
 from tui.store.records import QuestionRecord
-
-ANSWER_POLL = 0.1  # seconds between looks at the question row while `tui ask` waits
-
-
-def question_payload(text: str, options: list[str], multi: bool, header: str = "") -> dict:
-    """QuestionJSON, the same shape Claude's AskUserQuestion uses."""
-    return {
-        "questions": [
-            {
-                "question": text,
-                "header": header,
-                "options": [{"label": o, "description": ""} for o in options],
-                "multiSelect": multi,
-            }
-        ]
-    }
 
 
 async def cmd_ask(args: argparse.Namespace) -> int:
@@ -51,32 +35,26 @@ async def cmd_ask(args: argparse.Namespace) -> int:
     cancelled = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, cancelled.set)
-    async with open_store(db) as store, connected(store) as client:
-        if isinstance(client, Engine):
-            err("no tui engine is running this task's database")
+    payload = question_payload(args.question, args.option or [], args.multi)
+    async with open_store(db) as store:
+        try:
+            q = await ask_person(
+                store, task_id, int(run_id), payload, timeout=timeout, stop=cancelled
+            )
+        except EngineError as e:
+            err(str(e))
             return 2
-        payload = question_payload(args.question, args.option or [], args.multi)
-        question_id = await client.ask(task_id, int(run_id), "question", payload)
-        deadline = time.monotonic() + timeout if timeout else None
-        while not cancelled.is_set():
-            q = await store.get_question(question_id)
-            if q is not None and q.status != "open":
-                return _print_answer(q, args.question)
-            if deadline is not None and time.monotonic() >= deadline:
-                await client.expire(question_id)
-                err(f"no answer within {args.timeout}")
-                return 3
-            await asyncio.sleep(ANSWER_POLL)
-    err("the task was cancelled while waiting for an answer")
-    return 143
-
-
-def _print_answer(q: QuestionRecord, text: str) -> int:
-    if q.status != "answered" or not q.answer:
+    if cancelled.is_set():
+        err("the task was cancelled while waiting for an answer")
+        return 143
+    if q is None:
+        err(f"no answer within {args.timeout}")
+        return 3
+    values = answer_values(q, args.question)
+    if values is None:
         err(f"the question was {q.status} without an answer")
         return 3
-    value = q.answer.get("answers", {}).get(text, "")
-    for item in value if isinstance(value, list) else [value]:
+    for item in values:
         print(item)
     return 0
 

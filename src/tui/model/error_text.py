@@ -21,6 +21,7 @@ FIXES: dict[str, str] = {
     "name": "add `name: <short title>` to the task",
     "agent": "add an `agent:` mapping with at least `instructions: <what to do>`",
     "agent.instructions": "add `instructions: <what the agent should do>` under `agent:`",
+    "agent.task": "add `task: <name>` under `agent:`, a task listed by `task --list-all`",
     "agent.type": f"use one of {', '.join(AGENT_TYPES)}; leave it out for claude",
     "agent.permission_mode": "use one of the listed modes, or leave it out for the default",
     "agent.max_budget_usd": "use a dollar amount >= 0, or 0 for no budget limit",

@@ -234,14 +234,13 @@ def _read_task(
             message, fix = human_error(err)
             problems.append(entry.issue(tuple(err["loc"]), message, fix))
     agent = data.get("agent")
-    # The model defaults instructions to "" so it cannot say "missing"; a file must give it.
-    if isinstance(agent, dict) and "instructions" not in agent:
+    # The model defaults these to "" so it cannot say "missing"; a file must give them.
+    # A Taskfile task names what to run instead of instructions.
+    taskfile = isinstance(agent, dict) and agent.get("type") == "taskfile"
+    needed = "task" if taskfile else "instructions"
+    if isinstance(agent, dict) and needed not in agent:
         problems.append(
-            entry.issue(
-                ("agent", "instructions"),
-                "agent.instructions is required",
-                FIXES["agent.instructions"],
-            )
+            entry.issue(("agent", needed), f"agent.{needed} is required", FIXES[f"agent.{needed}"])
         )
     if entry.task is not None:
         problems += _apply_variables(entry, shared)

@@ -96,6 +96,12 @@ class AgentConfig(_Model):
     def _no_secrets(cls, value: dict[str, str]) -> dict[str, str]:
         return refuse_secrets(value)
 
+    # agent.type taskfile: the Taskfile task to run, and what it gets as {{.CLI_ARGS}}.
+    task: str = ""
+    args: list[str] = Field(default_factory=list)
+    # Give the agent CLI tui's MCP tools (ask_user, run_user_task...); false opts out.
+    mcp: bool = True
+
     @field_validator("type", mode="before")
     @classmethod
     def _check_type(cls, value: Any) -> Any:

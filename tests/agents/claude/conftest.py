@@ -3,7 +3,6 @@ against the scripted model server in model_server.py, through the engine."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,9 @@ from tests.agents.cli_support import cli_path
 from tests.agents.cli_support import needs_cli as needs_cli_named
 from tui.agents.claude import ClaudeAdapter
 from tui.agents.shell import ShellAdapter
-from tui.engine.events import Cursor, OutputBatch
 from tui.engine.scheduler import Engine
 from tui.model.task import Task
 from tui.store.db import Store
-from tui.store.records import QuestionRecord
 
 CLAUDE_BIN = cli_path("claude")
 needs_cli = needs_cli_named("claude")
@@ -59,18 +56,3 @@ def claude_task(name: str, instructions: str, project: Path, **fields: Any) -> T
     agent.update(fields.pop("agent", {}))
     agent.setdefault("skip_planning", True)
     return Task.model_validate({"name": name, "agent": agent, **fields})
-
-
-async def question(engine: Engine, task_id: str) -> QuestionRecord:
-    """The task's next open question (oldest first), from the engine's event stream."""
-
-    async def watch() -> QuestionRecord:
-        async for ev in engine.events(Cursor()):
-            if isinstance(ev, OutputBatch) or ev.kind != "question" or ev.task_id != task_id:
-                continue
-            q = await engine.store.get_question(ev.data["question_id"])
-            if q is not None and q.status == "open":
-                return q
-        raise AssertionError("the event stream ended")
-
-    return await asyncio.wait_for(watch(), 30)

@@ -14,10 +14,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.agents.claude.conftest import claude_task, needs_cli, question
+from tests.agents.claude.conftest import claude_task, needs_cli
 from tests.agents.claude.model_server import ModelServer, text, tool_use
 from tests.agents.cli_support import output, raw_lines, settled
-from tests.conftest import wait_state
+from tests.conftest import question, wait_state
 from tui.agents.claude import ClaudeAdapter
 from tui.engine.scheduler import Engine
 from tui.model.states import State

@@ -38,6 +38,7 @@ class Turn:
     error: tuple[int, str] | None = None  # HTTP status, message
     error_once: bool = False
     failed: str = ""  # a response.failed event with this message
+    namespace: str = ""  # the calls' tool namespace (MCP tools: "mcp__<server>")
 
 
 def say(text: str, **kw: Any) -> Turn:
@@ -232,6 +233,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "arguments": json.dumps(args),
                 "status": "completed",
             }
+            if turn.namespace:
+                fc["namespace"] = turn.namespace
             idx = len(items)
             events.append({"type": "response.output_item.added", "output_index": idx, "item": fc})
             events.append({"type": "response.output_item.done", "output_index": idx, "item": fc})

@@ -1,0 +1,39 @@
+"""`agent.type: taskfile` — run one task of the project's `.agent/Taskfile.yml` with go-task.
+
+The argv is built by :func:`tui.taskfile.run_argv` (never a shell string); `agent.args` arrive
+as `{{.CLI_ARGS}}`. go-task runs with `--exit-code`, so a failing command's own code is the
+attempt's exit code (and retry policy applies as for any failed attempt).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tui.agents.base import AdapterError, RunContext, RunResult
+from tui.agents.cli_process import describe_exit, project_dir, run_plain
+from tui.model.states import State
+from tui.taskfile import TaskfileError, check_task, find_taskfile, run_argv, task_binary
+
+
+class TaskfileAdapter:
+    type = "taskfile"
+
+    async def run(self, ctx: RunContext) -> RunResult:
+        agent = ctx.task.agent
+        cwd = project_dir(agent) or "."
+        path = find_taskfile(cwd)
+        if path is None:
+            raise AdapterError(
+                f"agent.task {agent.task!r}: no .agent/Taskfile.yml in {cwd}; "
+                "create it or fix agent.project_dir"
+            )
+        try:
+            await asyncio.to_thread(check_task, path, agent.task)
+            argv = run_argv(task_binary(), path, agent.task, agent.args)
+        except TaskfileError as e:
+            raise AdapterError(str(e)) from None
+        code, result = await run_plain(ctx, argv, cwd=cwd, env=ctx.env)
+        if code == 0:
+            return RunResult(State.COMPLETED, exit_code=0, result=result)
+        error = f"task {agent.task} {describe_exit(code)}"
+        return RunResult(State.FAILED, exit_code=code, error=error)

@@ -1,0 +1,24 @@
+"""`python -m tui.mcp`: serve tui's tools over stdio for the run named by TUI_DB,
+TUI_TASK_ID and TUI_RUN_ID (an agent CLI starts it from the configuration tui gives it)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from tui.mcp.server import build_server
+from tui.mcp.tools import RunInfo, Tools
+
+
+def main() -> int:
+    try:
+        run = RunInfo.from_env(os.environ)
+    except ValueError as e:
+        print(f"tui mcp: {e}", file=sys.stderr)
+        return 2
+    build_server(Tools(run)).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

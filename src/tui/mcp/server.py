@@ -1,0 +1,74 @@
+"""The MCP protocol side: the tools of :mod:`tui.mcp.tools` on an ``MCPServer`` (stdio)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable
+from typing import Annotated, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from tui.mcp.launch import SERVER_NAME
+from tui.mcp.tools import ToolFailure, Tools
+
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "Tools of tui, the program running this task: ask the user a question and get the answer, "
+    "list and run the project's predefined tasks (its .agent/Taskfile.yml), and create "
+    "subtasks that tui runs as separate tasks."
+)
+
+
+def build_server(tools: Tools) -> MCPServer:
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+
+    @server.tool(structured_output=False)
+    async def list_user_tasks() -> str:
+        """List the tasks the user defined for this project (its .agent/Taskfile.yml), as JSON:
+        [{"name", "description"}]. Run one with run_user_task."""
+        return json.dumps(await _call(tools.list_user_tasks()))
+
+    @server.tool(structured_output=False)
+    async def run_user_task(
+        name: Annotated[str, Field(description="a task name from list_user_tasks")],
+        args: Annotated[
+            list[str], Field(description="arguments, passed to the task as CLI_ARGS")
+        ] = [],  # noqa: B006 - the SDK reads the default for the schema; never mutated
+    ) -> str:
+        """Run one of the user's project tasks and wait for it. Returns JSON with name,
+        exit_code, stdout and stderr."""
+        return json.dumps(await _call(tools.run_user_task(name, list(args))))
+
+    @server.tool(name=tools.run.ask_tool, structured_output=False)
+    async def ask_user(
+        question: Annotated[str, Field(description="the question, complete and specific")],
+        options: Annotated[
+            list[str], Field(description="choices to offer; the user may also write text")
+        ] = [],  # noqa: B006
+        multi_select: Annotated[bool, Field(description="allow several choices")] = False,
+    ) -> str:
+        """Ask the user a question and wait for the answer (it may take a while: a person
+        answers in tui). Returns the answer text; several choices are joined with ", "."""
+        return await _call(tools.ask_user(question, list(options), multi_select))
+
+    @server.tool(structured_output=False)
+    async def create_subtask(
+        name: Annotated[str, Field(description="a short title for the subtask")],
+        instructions: Annotated[str, Field(description="what the subtask's agent should do")],
+        description: Annotated[str, Field(description="one line for people")] = "",
+    ) -> str:
+        """Create a subtask of this task. tui runs it as a separate task with the same agent
+        and project directory. Returns JSON with its task_id. Nesting is limited to 5 levels."""
+        return json.dumps(await _call(tools.create_subtask(name, instructions, description)))
+
+    return server
+
+
+async def _call(work: Awaitable[T]) -> T:
+    try:
+        return await work
+    except ToolFailure as e:
+        raise ToolError(str(e)) from None

@@ -1,0 +1,142 @@
+"""What the MCP tools do, apart from the protocol: each works on the database of the run that
+started the server and reaches the live engine through its command inbox, like `tui ask`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tui.engine.asking import answer_values, ask_person, question_payload
+from tui.engine.client import connect
+from tui.engine.scheduler import EngineError
+from tui.mcp.launch import ASK_TOOL_ENV, PROJECT_ENV
+from tui.model.task import Task
+from tui.store.db import Store
+from tui.taskfile import TaskfileError, list_tasks, run_captured
+
+MAX_DEPTH = 5  # a top-level task is level 1; its subtasks level 2, and so on
+
+
+class ToolFailure(Exception):
+    """A tool cannot do what it was asked; the message goes to the model as is."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    db: str
+    task_id: str
+    run_id: int
+    project_dir: str = ""  # "" = the task's agent.project_dir, else the current directory
+    ask_tool: str = "ask_user"  # the name the ask tool is served under
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> RunInfo:
+        missing = [k for k in ("TUI_DB", "TUI_TASK_ID", "TUI_RUN_ID") if not env.get(k)]
+        if missing:
+            raise ValueError(
+                f"{', '.join(missing)} not set: tui's MCP server is started by tui for one "
+                "task run (python -m tui.mcp with TUI_DB, TUI_TASK_ID and TUI_RUN_ID)"
+            )
+        try:
+            run_id = int(env["TUI_RUN_ID"])
+        except ValueError:
+            raise ValueError(
+                f"TUI_RUN_ID must be a run number, got {env['TUI_RUN_ID']!r}"
+            ) from None
+        return cls(
+            env["TUI_DB"],
+            env["TUI_TASK_ID"],
+            run_id,
+            env.get(PROJECT_ENV, ""),
+            env.get(ASK_TOOL_ENV) or "ask_user",
+        )
+
+
+class Tools:
+    def __init__(self, run: RunInfo) -> None:
+        self.run = run
+
+    async def _store(self) -> Store:
+        return await Store.open(self.run.db)
+
+    async def project_dir(self) -> str:
+        if self.run.project_dir:
+            return os.path.expanduser(self.run.project_dir)
+        store = await self._store()
+        try:
+            rec = await store.get_task(self.run.task_id)
+        finally:
+            await store.close()
+        if rec is not None and rec.task.agent.project_dir:
+            return os.path.expanduser(rec.task.agent.project_dir)
+        return os.getcwd()
+
+    async def list_user_tasks(self) -> list[dict[str, str]]:
+        try:
+            tasks = await asyncio.to_thread(list_tasks, await self.project_dir())
+        except TaskfileError as e:
+            raise ToolFailure(str(e)) from None
+        return [{"name": t.name, "description": t.desc} for t in tasks]
+
+    async def run_user_task(self, name: str, args: list[str]) -> dict[str, Any]:
+        try:
+            done = await run_captured(await self.project_dir(), name, args)
+        except TaskfileError as e:
+            raise ToolFailure(str(e)) from None
+        return done.to_json()
+
+    async def ask_user(self, question: str, options: list[str], multi_select: bool) -> str:
+        payload = question_payload(question, options, multi_select)
+        store = await self._store()
+        try:
+            q = await ask_person(store, self.run.task_id, self.run.run_id, payload)
+        except EngineError as e:
+            raise ToolFailure(f"cannot ask the user: {e}") from None
+        finally:
+            await store.close()
+        values = answer_values(q, question) if q is not None else None
+        if values is None:
+            raise ToolFailure("the user did not answer (the question was closed)")
+        return ", ".join(values)
+
+    async def create_subtask(
+        self, name: str, instructions: str, description: str
+    ) -> dict[str, Any]:
+        store = await self._store()
+        try:
+            parent = await store.get_task(self.run.task_id)
+            if parent is None:
+                raise ToolFailure(f"this run's task {self.run.task_id} is not in the database")
+            level = await _level(store, parent.task) + 1
+            if level > MAX_DEPTH:
+                raise ToolFailure(
+                    f"cannot create subtask {name!r}: it would be nested {level} levels deep "
+                    f"and tui allows at most {MAX_DEPTH}; do this work in the current task"
+                )
+            agent = parent.task.agent.model_copy(update={"instructions": instructions})
+            child = Task(name=name, description=description, parent_task_id=parent.id, agent=agent)
+            client = await connect(store)
+            [task_id] = await client.submit([child])
+        except EngineError as e:
+            raise ToolFailure(f"cannot create subtask {name!r}: {e}") from None
+        finally:
+            await store.close()
+        return {"task_id": task_id, "name": name, "level": level}
+
+
+async def _level(store: Store, task: Task) -> int:
+    """1 for a task without a parent, 2 for its child... (a parent missing from the database
+    ends the chain, as does a loop)."""
+    level, seen = 1, {task.id}
+    parent_id = task.parent_task_id
+    while parent_id and parent_id not in seen:
+        rec = await store.get_task(parent_id)
+        if rec is None:
+            break
+        seen.add(parent_id)
+        level += 1
+        parent_id = rec.task.parent_task_id
+    return level

@@ -1,0 +1,41 @@
+"""A project with a `.agent/Taskfile.yml` for the real go-task binary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TASKFILE = """\
+version: '3'
+tasks:
+  echo-args:
+    desc: Print each argument on its own line
+    cmds:
+      - for a in {{.CLI_ARGS}}; do printf '<%s>\\n' "$a"; done
+  fail:
+    desc: Fail with exit code 7
+    cmds:
+      - echo about to fail >&2
+      - exit 7
+  helper:
+    internal: true
+    desc: Hidden from every list
+    cmds: [echo helper]
+  undescribed:
+    cmds: [echo no description]
+"""
+
+
+def write_taskfile(project: Path, text: str = TASKFILE) -> Path:
+    path = project / ".agent" / "Taskfile.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def project(project: Path) -> Path:
+    """The shared project fixture, with the Taskfile above in it."""
+    write_taskfile(project)
+    return project
