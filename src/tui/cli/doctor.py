@@ -146,4 +146,19 @@ async def check_database(setup: Setup, report: Report) -> None:
     report.add("ok", "database", f"{path} is writable")
 
 
-CHECKS: list[Check] = [check_config, check_agents, check_database]
+async def check_taskfile(setup: Setup, report: Report) -> None:
+    from tui.taskfile import TaskfileError, find_taskfile, list_file
+
+    path = find_taskfile(Path.cwd())
+    if path is None:
+        report.add("ok", "taskfile", "none in .agent/ (optional)")
+        return
+    try:
+        tasks = list_file(path)
+    except TaskfileError as e:
+        report.add("error", "taskfile", str(e))
+        return
+    report.add("ok", "taskfile", f"{path}: {len(tasks)} task(s)")
+
+
+CHECKS: list[Check] = [check_config, check_agents, check_taskfile, check_database]

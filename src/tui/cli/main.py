@@ -85,7 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].startswith("--db") or argv[0] in ("--no-mouse", "--fps", "--foreground"):
         argv.insert(0, "open")  # `tui` alone opens the app
+    from tui.cli.task import split_task_args
+
+    argv, task_args = split_task_args(argv)
     args = parser.parse_args(argv)
+    if task_args:
+        args.task_args = task_args
     _fast_child_watcher()
     try:
         return asyncio.run(_dispatch(args))

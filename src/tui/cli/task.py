@@ -28,7 +28,11 @@ class _Intermixed(argparse.ArgumentParser):
 
 
 def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("task", parents=[db], help="create and run a task from a template")
+    p = sub.add_parser(
+        "task",
+        parents=[db],
+        help="create and run a task from a template (`-- ARGS...` for a Taskfile task)",
+    )
     p.__class__ = _Intermixed
     p.add_argument("name", nargs="?", metavar="NAME", help="template name or alias")
     p.add_argument("instructions", nargs="?", default="", help="your text for {instructions}")
@@ -44,7 +48,18 @@ def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) ->
     )
     p.add_argument("--list", action="store_true", help="list every template and its source")
     p.add_argument("--json", action="store_true", help="JSON output (list or transitions)")
-    p.set_defaults(handler=cmd_task, concurrency=None, shell=None, manual_approve=False)
+    p.set_defaults(
+        handler=cmd_task, concurrency=None, shell=None, manual_approve=False, task_args=[]
+    )
+
+
+def split_task_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """`tui task NAME -- ARGS...`: what follows `--` goes to the Taskfile task untouched
+    (argparse's intermixed parsing cannot keep a remainder itself)."""
+    if argv[:1] == ["task"] and "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1 :]
+    return argv, []
 
 
 async def cmd_task(args: argparse.Namespace) -> int:
@@ -59,7 +74,11 @@ async def cmd_task(args: argparse.Namespace) -> int:
         print(f"warning: {w}", file=sys.stderr)
     sources = template_sources(config)
     if args.list:
-        _print_list(sources, args.json)
+        try:
+            _print_list(sources, args.json)
+        except TemplateError as e:
+            err(str(e))
+            return 2
         return 0
     if not args.name:
         err('name a template: `tui task NAME ["instructions"]` (`tui task --list` shows them)')
@@ -71,7 +90,9 @@ async def cmd_task(args: argparse.Namespace) -> int:
     variables = dict(v.split("=", 1) for v in args.var)
     try:
         source, template = find(sources, args.name)
-        request = TaskRequest(args.instructions, args.role, args.agent, args.model, variables)
+        request = TaskRequest(
+            args.instructions, args.role, args.agent, args.model, variables, args.task_args
+        )
         task = await source.make_task(template.name, request)
     except TemplateError as e:
         err(str(e))
@@ -88,7 +109,10 @@ def _print_list(sources: list[TemplateSource], as_json: bool) -> None:
         print(json.dumps([t.as_json() for t in templates], indent=2))
         return
     if not templates:
-        print("no templates: add [tasks.NAME] to config.toml", file=sys.stderr)
+        print(
+            "no templates: add [tasks.NAME] to config.toml, or tasks to .agent/Taskfile.yml",
+            file=sys.stderr,
+        )
         return
     width = max(len(t.name) for t in templates)
     for t in templates:

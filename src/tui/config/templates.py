@@ -33,6 +33,7 @@ class TaskRequest:
     agent: str = ""  # likewise for agents (else claude)
     model: str = ""  # a short name from the agent's models table, or a model id
     vars: dict[str, str] = field(default_factory=dict)  # NAME=VALUE from the command line
+    args: list[str] = field(default_factory=list)  # after `--`: a Taskfile task's CLI_ARGS
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,11 @@ class TemplateSource(Protocol):
 
 
 def template_sources(config: Config) -> list[TemplateSource]:
-    """Every source of runnable templates, in lookup order (Taskfile tasks join here)."""
-    return [ConfigTemplates(config)]
+    """Every source of runnable templates, in lookup order: the config's, then the project's
+    Taskfile (in the current directory)."""
+    from tui.config.taskfile_templates import TaskfileTemplates
+
+    return [ConfigTemplates(config), TaskfileTemplates(Path.cwd())]
 
 
 def all_templates(sources: list[TemplateSource]) -> list[Template]:

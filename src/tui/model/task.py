@@ -6,7 +6,7 @@ import uuid
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_serializer, field_validator
 
 from tui.model.duration import format_duration, parse_duration
 from tui.model.output_format import OutputFormat
@@ -115,8 +115,11 @@ class AgentConfig(_Model):
 
     @field_validator("instructions")
     @classmethod
-    def _check_instructions(cls, value: str) -> str:
+    def _check_instructions(cls, value: str, info: ValidationInfo) -> str:
         # Empty is the field default only so the loader can say "required" in its own words.
+        # A Taskfile task names `task` instead (a stored one reads back with "" here).
+        if info.data.get("type") == "taskfile":
+            return value
         return _required_text("agent.instructions", value)
 
 

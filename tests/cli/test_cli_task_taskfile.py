@@ -1,0 +1,44 @@
+"""`tui task` with the project's Taskfile: listed beside the config's templates, run with the
+real go-task and arguments after `--`, failing with the task's own exit code."""
+
+from __future__ import annotations
+
+import json
+
+from cli_support import Tui
+from tests.taskfile.conftest import write_taskfile
+
+
+def test_taskfile_tasks_are_templates(tui: Tui) -> None:
+    write_taskfile(tui.dir)
+    res = tui("task", "--list", "--json")
+    assert res.returncode == 0, str(res)
+    listed = {t["name"]: t for t in json.loads(res.stdout)}
+    assert listed["echo-args"]["source"] == "taskfile"
+    assert listed["echo-args"]["description"] == "Print each argument on its own line"
+    assert "helper" not in listed and "undescribed" not in listed  # internal, undescribed
+
+    hostile = ["it's", "$(touch pwned)", "two words", "`id`"]
+    run = tui("task", "echo-args", "--db", str(tui.db), "--", *hostile, db=False)
+    assert run.returncode == 0, str(run)
+    [task] = tui.ls()
+    assert task["name"] == "echo-args" and task["state"] == "COMPLETED"
+    # go-task quotes CLI_ARGS for its shell: each value arrives whole, nothing is executed.
+    assert [ln.text for ln in tui.output("stream = 1")] == [f"<{a}>" for a in hostile]
+    assert not (tui.dir / "pwned").exists()
+
+
+def test_a_failing_taskfile_task_fails_with_its_exit_code(tui: Tui) -> None:
+    write_taskfile(tui.dir)
+    res = tui("task", "fail")
+    assert res.returncode == 1, str(res)
+    [task] = tui.ls()
+    assert task["state"] == "FAILED" and "7" in task["reason"]
+
+
+def test_a_broken_taskfile_is_a_clear_error(tui: Tui) -> None:
+    path = write_taskfile(tui.dir, "version: '3'\ntasks: [not, a, mapping\n")
+    res = tui("task", "--list")
+    assert res.returncode == 2 and str(path) in res.stderr, str(res)
+    doctor = tui("doctor")
+    assert doctor.returncode == 1 and "taskfile" in doctor.stdout and str(path) in doctor.stdout
