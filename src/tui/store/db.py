@@ -33,8 +33,9 @@ WAITING_REASON = {
     "review": "waiting for a review",
 }
 _TASK_COLS = (
-    "spec, state, reason, approved, attempts, attempt_base, retry_at, cost_usd, tokens_in,"
-    " tokens_out, rejection_comment, question_json, result, created_at, updated_at, submit_seq"
+    "id, name, spec, state, reason, approved, attempts, attempt_base, retry_at, cost_usd,"
+    " tokens_in, tokens_out, rejection_comment, question_json, result, created_at, updated_at,"
+    " submit_seq"
 )
 _RUN_COLS = (
     "id, task_id, attempt, engine_id, pid, pgid, proc_start, started_at, ended_at, exit_code,"
@@ -194,7 +195,9 @@ class Store:
                 )
                 out.append(
                     TaskRecord(
-                        task=task,
+                        id=task.id,
+                        name=task.name,
+                        spec=task,
                         state=State.PENDING,
                         reason="",
                         approved=approved,
@@ -279,7 +282,7 @@ class Store:
     async def list_tasks(
         self, states: Collection[State] | None = None, tag: str | None = None
     ) -> list[TaskRecord]:
-        sql = f"SELECT id, {_TASK_COLS} FROM tasks"
+        sql = f"SELECT {_TASK_COLS} FROM tasks"
         args: list[Any] = []
         if states:
             sql += f" WHERE state IN ({','.join('?' * len(states))})"
@@ -290,7 +293,7 @@ class Store:
             deps: dict[str, list[str]] = {}
             for tid, dep in t.all("SELECT task_id, depends_on FROM deps ORDER BY rowid"):
                 deps.setdefault(tid, []).append(dep)
-            return [_task_from_row(r[1:], deps.get(r[0], [])) for r in rows]
+            return [_task_from_row(r, deps.get(r[0], [])) for r in rows]
 
         out = await self._call(tx, write=False)
         return [r for r in out if tag in r.task.tags] if tag else out
@@ -786,10 +789,12 @@ def _existing_ids(t: _Tx, ids: Sequence[str]) -> set[str]:
 
 
 def _task_from_row(row: tuple, deps: list[str]) -> TaskRecord:
-    spec, state, reason, approved, attempts, base, retry_at, cost, tin, tout, rej, q, res = row[:13]
-    created, updated, seq = row[13:]
+    tid, name, spec, state, reason, approved, attempts, base, retry_at, cost, tin, tout = row[:12]
+    rej, q, res, created, updated, seq = row[12:]
     return TaskRecord(
-        task=Task.model_validate_json(spec),
+        id=tid,
+        name=name,
+        spec=spec,  # parsed by TaskRecord.task when first needed
         state=State(state),
         reason=reason,
         approved=bool(approved),

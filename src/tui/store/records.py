@@ -12,7 +12,13 @@ from tui.model.task import Task
 
 @dataclass
 class TaskRecord:
-    task: Task
+    """A task and its runtime columns. ``spec`` is the ``Task``, or its stored JSON until
+    something needs it: listing 10,000 tasks validates none of them (``task`` parses on first
+    use), so the app and the engine start without paying for specs they never look at."""
+
+    id: str
+    name: str
+    spec: Task | str
     state: State
     reason: str
     approved: bool
@@ -31,12 +37,11 @@ class TaskRecord:
     depends_on: list[str] = field(default_factory=list)
 
     @property
-    def id(self) -> str:
-        return self.task.id
-
-    @property
-    def name(self) -> str:
-        return self.task.name
+    def task(self) -> Task:
+        spec = self.spec
+        if isinstance(spec, str):
+            spec = self.spec = Task.model_validate_json(spec)
+        return spec
 
     @property
     def attempt_in_round(self) -> int:
