@@ -232,3 +232,33 @@ async def test_keys_remapped_in_the_config(engine: Engine, tmp_path: Path) -> No
         assert await state_of(engine, t.id) == State.CANCELLED
         notes = [n.message for n in app._notifications]
         assert any("did you mean 'cancel_task'" in m for m in notes)
+
+
+async def test_task_list_scrolls_selects_with_keys_and_mouse_and_sorts(store: Store) -> None:
+    engine = Engine(store, auto_approve=False)  # tasks stay PENDING: no processes needed
+    await engine.start()
+    try:
+        tasks = [
+            shell_task(f"t-{i:03d}", "true", priority="high" if i == 42 else "normal")
+            for i in range(150)
+        ]
+        await engine.submit(tasks)
+        async with make_app(engine).run_test(size=SIZE) as pilot:
+            table = pilot.app.query_one(TaskList)
+            assert table.row_count == 150
+            assert "t-000" in visible_text(table) and "t-149" not in visible_text(table)
+            await pilot.press("G")
+            await until(pilot, lambda: table.selected_id == tasks[-1].id, "the last row")
+            assert "t-149" in visible_text(table) and "t-000" not in visible_text(table)
+            await pilot.click(TaskList, offset=(20, 3))  # row 0 is the header
+            clicked = visible_text(table).splitlines()[3].split()[2]
+            await until(
+                pilot,
+                lambda: table.records[table.selected_id or ""].name == clicked,
+                "the clicked row to be selected",
+            )
+            await pilot.press("g", "s", "s", "s")  # submitted → state → name → priority
+            await until(pilot, lambda: table.sort_key == "priority", "the priority sort")
+            assert "t-042" in visible_text(table).splitlines()[1]
+    finally:
+        await engine.stop()
