@@ -28,6 +28,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.app.state_style import STATE_STYLES, style_for
+from tui.app.widgets.virtual_size import set_virtual_size
 from tui.model.states import State
 from tui.store.records import TaskRecord
 
@@ -305,7 +306,7 @@ class TaskList(ScrollView, can_focus=True):
         base = self._style("base")
         x = round(self.scroll_x)
         if y == 0:
-            return self._header_strip().crop_extend(x, x + width, base)
+            return self._header_strip().crop_extend(x, x + width, base).simplify()
         row = round(self.scroll_y) + y - 1
         if not 0 <= row < len(self._shown):
             self._painted.pop(y, None)
@@ -316,7 +317,8 @@ class TaskList(ScrollView, can_focus=True):
         if strip is None:
             strip = self._row_strip(*key)
             self._strips[key] = strip
-        return strip.crop_extend(x, x + width, self._style("cursor" if key[2] else "base"))
+        fill = self._style("cursor" if key[2] else "base")
+        return strip.crop_extend(x, x + width, fill).simplify()  # fewer colour codes to send
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # Widen columns for what is about to be painted, before any row of it is drawn.
@@ -355,8 +357,7 @@ class TaskList(ScrollView, can_focus=True):
     def _sync_size(self) -> None:
         width = sum(self._widths[c] + 2 * PAD for c in COLUMNS)
         size = Size(width, len(self._shown) + 1)
-        if self.virtual_size != size:
-            self.virtual_size = size
+        set_virtual_size(self, size)
 
     def _header_strip(self) -> Strip:
         labels = tuple("" if c == "state" else c.upper() for c in COLUMNS)
