@@ -262,3 +262,40 @@ async def test_task_list_scrolls_selects_with_keys_and_mouse_and_sorts(store: St
             assert "t-042" in visible_text(table).splitlines()[1]
     finally:
         await engine.stop()
+
+
+@pytest.mark.parametrize(
+    ("term", "colorterm", "chosen", "expected"),
+    [
+        ("xterm", None, None, "high-contrast"),  # 16 colours (COLORTERM not forwarded)
+        ("xterm-256color", None, None, "tui-dark"),
+        ("xterm", "truecolor", None, "tui-dark"),
+        ("xterm", None, "tui-light", "tui-light"),  # the user's own choice is kept
+    ],
+)
+async def test_theme_fits_the_terminal_colours(
+    engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+    term: str,
+    colorterm: str | None,
+    chosen: str | None,
+    expected: str,
+) -> None:
+    import textual.constants
+
+    from tui.app.ui_state import load_ui_state, save_ui_state
+
+    monkeypatch.setattr(textual.constants, "COLOR_SYSTEM", "auto")  # as when not overridden
+    monkeypatch.setenv("TERM", term)
+    if colorterm:
+        monkeypatch.setenv("COLORTERM", colorterm)
+    else:
+        monkeypatch.delenv("COLORTERM", raising=False)
+    if chosen:
+        save_ui_state(theme=chosen)
+    app = TuiApp(engine, osc="off", remember_theme=True, toasts=False, fit_terminal_colors=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.theme == expected
+        assert app.current_theme.name == expected
+    assert load_ui_state()["theme"] == chosen  # an automatic pick is not remembered as a choice

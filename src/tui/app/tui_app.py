@@ -18,7 +18,7 @@ from tui.app import actions
 from tui.app.help_screen import HelpScreen
 from tui.app.keymap import load_keymap
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
-from tui.app.themes import DEFAULT_THEME, discover_themes, pick_theme
+from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
 from tui.app.widgets.dag_view import DagNode, DagView
 from tui.app.widgets.log_view import LogView
@@ -57,14 +57,18 @@ class TuiApp(App[None]):
         osc: OscMode | None = None,
         remember_theme: bool = True,
         toasts: bool = True,
+        fit_terminal_colors: bool = False,
     ) -> None:
         """``engine`` is a running engine, or a factory the app awaits (and stops on exit)
-        when it should own the engine's life in its own event loop."""
+        when it should own the engine's life in its own event loop. ``fit_terminal_colors``
+        starts on the high-contrast theme when the terminal has only 16 colours and the user
+        chose no theme (the real app does; tests and benchmarks keep the default theme)."""
         super().__init__()
         self._engine_factory = None if isinstance(engine, Engine) else engine
         self.engine: Engine = engine if isinstance(engine, Engine) else None  # type: ignore[assignment]
         self._osc: OscMode = osc if osc is not None else default_osc_mode()
         self._remember_theme = remember_theme
+        self._fit_terminal_colors = fit_terminal_colors
         self._toasts = toasts
         self._dirty: set[str] = set()
         self._questions_dirty = True
@@ -143,7 +147,9 @@ class TuiApp(App[None]):
             self.register_theme(theme)
         self._theme_errors = loaded.errors
         remembered = load_ui_state().get("theme") if self._remember_theme else None
-        self.theme = pick_theme(remembered or DEFAULT_THEME, self.available_themes)
+        # The console reads COLORTERM/TERM as Textual does (TEXTUAL_COLOR_SYSTEM overrides).
+        colors = self.console.color_system if self._fit_terminal_colors else "truecolor"
+        self.theme = pick_theme(remembered, self.available_themes, colors=colors)
 
     def on_ready(self) -> None:
         for error in self._theme_errors:
