@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -236,7 +237,8 @@ class TuiApp(App[None]):
             ("failed", set(UNSUCCESSFUL)),  # failed, timed out, cancelled, over budget
             ("done", {State.COMPLETED}),
         )
-        counts = {label: sum(1 for r in records if r.state in states) for label, states in groups}
+        by_state = Counter(r.state for r in records)  # one pass over (maybe 10k) tasks
+        counts = {label: sum(by_state[s] for s in states) for label, states in groups}
         open_q = self._panel.count
         n_tasks = len(records)
         parts = [f"{n_tasks} task{'s' * (n_tasks != 1)}"] + [
