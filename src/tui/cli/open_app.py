@@ -10,7 +10,7 @@ from tui.cli.common import err, open_store
 from tui.engine.client import live_engine_pid
 from tui.model.loader import load_task_files
 
-SSH_FPS = 20  # default frame cap over SSH (bench: 2.2x the bytes of tail -f, against 2.9x at 60)
+SSH_FPS = 20  # default frame cap over SSH (bench: 1.3x the bytes of tail -f, 1.4x at 60)
 
 
 async def cmd_open(args: argparse.Namespace) -> int:
