@@ -299,7 +299,7 @@ class Store:
             return [_task_from_row(r, deps.get(r[0], [])) for r in rows]
 
         out = await self._call(tx, write=False)
-        return [r for r in out if tag in r.task.tags] if tag else out
+        return [r for r in out if tag in (r.spec_fields("tags")[0] or ())] if tag else out
 
     async def all_ids(self) -> set[str]:
         rows = await self._call(lambda t: t.all("SELECT id FROM tasks"), write=False)

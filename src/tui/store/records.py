@@ -43,6 +43,15 @@ class TaskRecord:
             spec = self.spec = Task.model_validate_json(spec)
         return spec
 
+    def spec_fields(self, *keys: str) -> tuple[Any, ...]:
+        """Top-level spec fields as plain JSON values, without validating the task (json.loads
+        is ~8x cheaper): for filters and sorts that look at every one of thousands of tasks."""
+        spec = self.spec
+        if isinstance(spec, str):
+            data = json.loads(spec)
+            return tuple(data.get(k) for k in keys)
+        return tuple(spec.model_dump(mode="json", include=set(keys)).get(k) for k in keys)
+
     @property
     def attempt_in_round(self) -> int:
         """Attempts used since the last manual retry (what the retry policy counts)."""

@@ -40,7 +40,7 @@ SORTS: dict[str, Callable[[TaskRecord], object]] = {
     "state": lambda r: (list(State).index(r.state), r.submit_seq),
     "name": lambda r: (r.name.lower(), r.submit_seq),
     "priority": lambda r: (
-        {"high": 0, "": 1, "normal": 1, "low": 2}[r.task.priority.value],
+        {"high": 0, "": 1, "normal": 1, "low": 2}[r.spec_fields("priority")[0] or ""],
         r.submit_seq,
     ),
 }
@@ -73,11 +73,12 @@ class TaskFilter:
     def matches(self, r: TaskRecord) -> bool:
         if self.states and r.state not in self.states:
             return False
-        if self.tags and not all(t in r.task.tags for t in self.tags):
+        if not self.tags and not self.words:
+            return True  # no need to read the task's spec
+        tags, description = r.spec_fields("tags", "description")
+        if self.tags and not all(t in (tags or ()) for t in self.tags):
             return False
-        if not self.words:
-            return True  # no need to parse the task's spec
-        hay = f"{r.name} {r.id} {r.task.description}".lower()
+        hay = f"{r.name} {r.id} {description or ''}".lower()
         return all(w in hay for w in self.words)
 
 
