@@ -537,8 +537,11 @@ def measure_bytes(tmp: Path, fps: int | None) -> dict[str, Any]:
     # tui open: one shell task that waits for a gate file, then prints the same lines
     gate = tmp / "gate"
     db = tmp / f"follow-{fps}.db"
-    with contextlib.suppress(FileNotFoundError):
-        gate.unlink()
+    # A fresh database per run: with a task left from the previous repetition, the app would
+    # select that finished task and follow nothing (the median of three runs measured that).
+    for stale in (gate, db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
     yaml = tmp / "follow.yaml"
     yaml.write_text(
         "tasks:\n  - name: follow\n    agent:\n      type: shell\n      instructions: >-\n"

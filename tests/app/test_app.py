@@ -301,3 +301,70 @@ async def test_settings_theme_is_the_default_theme(engine: Engine, config_dir: P
         # Settled first: leaving mid-mount races the batch timer against teardown.
         await until(pilot, lambda: "0 tasks" in screen_text(app), "the app to be up")
         assert app.theme == "tui-light"
+
+
+async def test_task_list_scrolls_selects_with_keys_and_mouse_and_sorts(store: Store) -> None:
+    engine = Engine(store, auto_approve=False)  # tasks stay PENDING: no processes needed
+    await engine.start()
+    try:
+        tasks = [
+            shell_task(f"t-{i:03d}", "true", priority="high" if i == 42 else "normal")
+            for i in range(150)
+        ]
+        await engine.submit(tasks)
+        async with make_app(engine).run_test(size=SIZE) as pilot:
+            table = pilot.app.query_one(TaskList)
+            assert table.row_count == 150
+            assert "t-000" in visible_text(table) and "t-149" not in visible_text(table)
+            await pilot.press("G")
+            await until(pilot, lambda: table.selected_id == tasks[-1].id, "the last row")
+            assert "t-149" in visible_text(table) and "t-000" not in visible_text(table)
+            await pilot.click(TaskList, offset=(20, 3))  # row 0 is the header
+            clicked = visible_text(table).splitlines()[3].split()[2]
+            await until(
+                pilot,
+                lambda: table.records[table.selected_id or ""].name == clicked,
+                "the clicked row to be selected",
+            )
+            await pilot.press("g", "s", "s", "s")  # submitted → state → name → priority
+            await until(pilot, lambda: table.sort_key == "priority", "the priority sort")
+            assert "t-042" in visible_text(table).splitlines()[1]
+    finally:
+        await engine.stop()
+
+
+@pytest.mark.parametrize(
+    ("term", "colorterm", "chosen", "expected"),
+    [
+        ("xterm", None, None, "high-contrast"),  # 16 colours (COLORTERM not forwarded)
+        ("xterm-256color", None, None, "tui-dark"),
+        ("xterm", "truecolor", None, "tui-dark"),
+        ("xterm", None, "tui-light", "tui-light"),  # the user's own choice is kept
+    ],
+)
+async def test_theme_fits_the_terminal_colours(
+    engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+    term: str,
+    colorterm: str | None,
+    chosen: str | None,
+    expected: str,
+) -> None:
+    import textual.constants
+
+    from tui.app.ui_state import load_ui_state, save_ui_state
+
+    monkeypatch.setattr(textual.constants, "COLOR_SYSTEM", "auto")  # as when not overridden
+    monkeypatch.setenv("TERM", term)
+    if colorterm:
+        monkeypatch.setenv("COLORTERM", colorterm)
+    else:
+        monkeypatch.delenv("COLORTERM", raising=False)
+    if chosen:
+        save_ui_state(theme=chosen)
+    app = TuiApp(engine, osc="off", remember_theme=True, toasts=False, fit_terminal_colors=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.theme == expected
+        assert app.current_theme.name == expected
+    assert load_ui_state()["theme"] == chosen  # an automatic pick is not remembered as a choice

@@ -19,6 +19,7 @@ from tui.app.themes import (
     COLOR_KEYS,
     DEFAULT_THEME,
     FALLBACK_THEME,
+    LOW_COLOR_THEME,
     ThemeError,
     discover_themes,
     load_theme_file,
@@ -262,16 +263,23 @@ def test_discover_with_explicit_dirs(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- picking
 
 
-@pytest.mark.parametrize("ssh", [False, True])
-@pytest.mark.parametrize("colorterm", [None, "truecolor"])
-def test_pick_theme(ssh: bool, colorterm: str | None) -> None:
-    available = ["tui-dark", "tui-light", "textual-dark"]
-    env = {"ssh": ssh, "colorterm": colorterm}
-    assert pick_theme("tui-light", available, **env) == "tui-light"
-    assert pick_theme("gone", available, **env) == DEFAULT_THEME
-    assert pick_theme(None, available, **env) == DEFAULT_THEME
-    assert pick_theme("", available, **env) == DEFAULT_THEME
-    assert pick_theme("gone", ["textual-dark"], **env) == FALLBACK_THEME
+@pytest.mark.parametrize("colors", ["truecolor", "256"])
+def test_pick_theme(colors: str) -> None:
+    available = ["tui-dark", "tui-light", "high-contrast", "textual-dark"]
+    assert pick_theme("tui-light", available, colors=colors) == "tui-light"
+    assert pick_theme("gone", available, colors=colors) == DEFAULT_THEME
+    assert pick_theme(None, available, colors=colors) == DEFAULT_THEME
+    assert pick_theme("", available, colors=colors) == DEFAULT_THEME
+    assert pick_theme("gone", ["textual-dark"], colors=colors) == FALLBACK_THEME
+
+
+@pytest.mark.parametrize("colors", ["standard", "windows", None])
+def test_pick_theme_on_a_16_colour_terminal(colors: str | None) -> None:
+    available = ["tui-dark", "tui-light", "high-contrast", "textual-dark"]
+    assert pick_theme(None, available, colors=colors) == LOW_COLOR_THEME
+    assert pick_theme("gone", available, colors=colors) == LOW_COLOR_THEME
+    assert pick_theme("tui-light", available, colors=colors) == "tui-light"  # a choice wins
+    assert pick_theme(None, ["tui-dark"], colors=colors) == DEFAULT_THEME
 
 
 # ----------------------------------------------------------------------------- ui state

@@ -150,3 +150,28 @@ async def test_run_totals_add_up_per_task(store: Store) -> None:
     assert rec is not None
     assert (rec.cost_usd, rec.tokens_in, rec.tokens_out, rec.attempts) == (0.5, 20, 10, 2)
     assert [r.session_id for r in await store.runs(t.id)] == ["s0", "s1"]
+
+
+async def test_listed_tasks_parse_their_spec_only_when_read(tmp_path: Path) -> None:
+    s = await Store.open(tmp_path / "t.db")
+    try:
+        tasks = [
+            _task("b", tags=["ci"], description="second", priority="high"),
+            _task("a", retry={"max_attempts": 3}),
+        ]
+        await s.insert_tasks(tasks, approved=True)
+        recs = await s.list_tasks()
+        assert [(r.id, r.name) for r in recs] == [(t.id, t.name) for t in tasks]  # submit order
+        assert all(isinstance(r.spec, str) for r in recs)  # nothing validated yet
+        assert recs[0].spec_fields("tags", "description", "priority") == (
+            ["ci"],
+            "second",
+            "high",
+        )
+        assert isinstance(recs[0].spec, str)  # reading fields does not validate either
+        assert recs[1].task == tasks[1]  # validated on first use, then kept
+        assert recs[1].spec is recs[1].task
+        assert recs[1].spec_fields("tags", "priority") == ([], "")
+        assert (await s.list_tasks(tag="ci"))[0].id == tasks[0].id
+    finally:
+        await s.close()

@@ -24,7 +24,7 @@ async def run_app(
     try:
         if tasks:
             await engine.submit(list(tasks))
-        app = TuiApp(engine)
+        app = TuiApp(engine, fit_terminal_colors=True)
         await app.run_async(mouse=mouse)
     finally:
         await engine.stop()

@@ -32,6 +32,7 @@ __all__ = [
     "COLOR_KEYS",
     "DEFAULT_THEME",
     "FALLBACK_THEME",
+    "LOW_COLOR_THEME",
     "REQUIRED_COLOR_KEYS",
     "ThemeError",
     "ThemeLoad",
@@ -43,6 +44,9 @@ __all__ = [
 ]
 
 DEFAULT_THEME = "tui-dark"
+# Picked when the user chose no theme and the terminal has only the 16 standard colours.
+LOW_COLOR_THEME = "high-contrast"
+RICH_COLORS = ("truecolor", "256")  # colour systems the default theme is made for
 # Always registered by Textual itself, so it is safe even if no theme file could be found.
 FALLBACK_THEME = "textual-dark"
 
@@ -277,19 +281,21 @@ def pick_theme(
     requested: str | None,
     available: Collection[str],
     *,
-    ssh: bool = False,
-    colorterm: str | None = None,
+    colors: str | None = "truecolor",
 ) -> str:
-    """The theme to start with: ``requested`` if it is available, otherwise the default.
+    """The theme to start with: ``requested`` (the user's choice) if it is available;
+    otherwise ``high-contrast`` when the terminal shows only the 16 standard colours (or none),
+    else the default.
 
-    ``ssh``/``colorterm`` are accepted so callers can pass the environment in one place, but
-    they deliberately do not change the answer: over SSH without ``COLORTERM`` Textual already
-    downgrades truecolour to the 256/16-colour palette, and the shipped ``high-contrast``
-    theme is built from the 16 standard colours for users who want exact colours there.
+    ``colors`` is Rich's reading of the terminal (``truecolor``, ``256``, ``standard``,
+    ``windows`` or ``None``). Without ``COLORTERM`` (often not forwarded over SSH) and without
+    a ``-256color`` TERM, the default theme's colours would be squeezed into 16 and lose
+    their contrast; ``high-contrast`` is built from exactly those 16.
     """
-    del ssh, colorterm  # see docstring
     if requested and requested in available:
         return requested
+    if colors not in RICH_COLORS and LOW_COLOR_THEME in available:
+        return LOW_COLOR_THEME
     if DEFAULT_THEME in available:
         return DEFAULT_THEME
     return FALLBACK_THEME

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -22,7 +23,7 @@ from tui.app.engine_api import AppEngine
 from tui.app.help_screen import HelpScreen
 from tui.app.keymap import keymap_from
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
-from tui.app.themes import DEFAULT_THEME, discover_themes, pick_theme
+from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
 from tui.app.widgets.dag_view import DagNode, DagView
 from tui.app.widgets.log_view import LogView
@@ -72,18 +73,22 @@ class TuiApp(App[None]):
         osc: OscMode | None = None,
         remember_theme: bool = True,
         toasts: bool = True,
+        fit_terminal_colors: bool = False,
     ) -> None:
         """``engine`` is an in-process engine or the daemon's (``RemoteEngine``), or a factory
         of either that the app awaits (and stops or detaches from on exit) when it should own
-        that life in its own event loop."""
+        that life in its own event loop. ``fit_terminal_colors`` starts on the high-contrast
+        theme when the terminal has only 16 colours and the user chose no theme (the real app
+        does; tests and benchmarks keep the default theme)."""
         super().__init__()
         given = hasattr(engine, "events")
         self._engine_factory = None if given else engine
         self.engine: AppEngine = engine if given else None  # type: ignore[assignment]
         settings, config_issues = load_settings()
         self._osc: OscMode = osc if osc is not None else default_osc_mode(settings.notifications)
-        self._default_theme = settings.theme or DEFAULT_THEME
+        self._configured_theme = settings.theme or None  # [settings] theme: a user's choice
         self._remember_theme = remember_theme
+        self._fit_terminal_colors = fit_terminal_colors
         self._toasts = toasts
         self._dirty: set[str] = set()
         self._questions_dirty = True
@@ -92,6 +97,7 @@ class TuiApp(App[None]):
         self._prompt_purpose = ""
         self._status_note = ""  # e.g. while the daemon is away
         self._template: tuple[TemplateSource, Template] | None = None
+        self._status_text = ""
         self._selected: str | None = None
         self._keymap_problems = [f"{i}; settings left as default" for i in config_issues]
         if keymap is None:
@@ -135,7 +141,6 @@ class TuiApp(App[None]):
         since = self.engine.cursor
         self._list.set_records(await self.engine.list_tasks())
         await self._refresh_questions()
-        self._apply_graph()
         self._update_status()
         self._consume_events(since)
         self.set_interval(1 / REFRESH_HZ, self._apply_batch)
@@ -169,7 +174,11 @@ class TuiApp(App[None]):
             self.register_theme(theme)
         self._theme_errors = loaded.errors
         remembered = load_ui_state().get("theme") if self._remember_theme else None
-        self.theme = pick_theme(remembered or self._default_theme, self.available_themes)
+        # The console reads COLORTERM/TERM as Textual does (TEXTUAL_COLOR_SYSTEM overrides).
+        colors = self.console.color_system if self._fit_terminal_colors else "truecolor"
+        self.theme = pick_theme(
+            remembered or self._configured_theme, self.available_themes, colors=colors
+        )
 
     def on_ready(self) -> None:
         for error in self._theme_errors:
@@ -226,6 +235,7 @@ class TuiApp(App[None]):
 
     async def _apply_batch(self) -> None:
         """Apply what changed since the last tick: one refresh per tick, whatever the rate."""
+        changed = bool(self._dirty) or self._questions_dirty
         if self._dirty:
             ids, self._dirty = self._dirty, set()
             try:
@@ -236,20 +246,28 @@ class TuiApp(App[None]):
             self._list.upsert(records)
             if self._selected is None and records:
                 await self._show_selected()
-        if self._graph_dirty:
-            self._graph_dirty = False
+        if self._graph_dirty and self._tabs.active == "dag-tab":
             self._apply_graph()
         if self._questions_dirty:
             self._questions_dirty = False
             await self._refresh_questions()
         if self._finished:
             await self._tell_finished()
-        self._update_status()
+        if changed:  # counting 10k tasks ten times a second for nothing adds up
+            self._update_status()
 
     def _apply_graph(self) -> None:
+        # Laying out the graph costs ~0.1 ms per task: done only while the DAG tab is shown.
+        self._graph_dirty = False
         records = self._list.records.values()
         nodes = [DagNode(r.id, r.name, r.state, tuple(r.depends_on)) for r in records]
         self._dag.set_graph(nodes)
+        self._dag.select(self._selected)
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    def _tab_activated(self, message: TabbedContent.TabActivated) -> None:
+        if message.pane.id == "dag-tab" and self._graph_dirty:
+            self._apply_graph()
 
     async def _refresh_questions(self) -> None:
         records = self._list.records
@@ -272,7 +290,8 @@ class TuiApp(App[None]):
             ("failed", set(UNSUCCESSFUL)),  # failed, timed out, cancelled, over budget
             ("done", {State.COMPLETED}),
         )
-        counts = {label: sum(1 for r in records if r.state in states) for label, states in groups}
+        by_state = Counter(r.state for r in records)  # one pass over (maybe 10k) tasks
+        counts = {label: sum(by_state[s] for s in states) for label, states in groups}
         open_q = self._panel.count
         n_tasks = len(records)
         parts = [f"{n_tasks} task{'s' * (n_tasks != 1)}"] + [
@@ -282,7 +301,10 @@ class TuiApp(App[None]):
             parts.append(f"? {open_q} waiting for you (a)")
         if self._status_note:
             parts.append(self._status_note)
-        self._status.update("  ·  ".join(parts))
+        text = "  ·  ".join(parts)
+        if text != self._status_text:  # an unchanged line is not sent to the terminal again
+            self._status_text = text
+            self._status.update(text)
         self.sub_title = f"{open_q} question{'s' * (open_q != 1)}" if open_q else ""
 
     # -- notifications -----------------------------------------------------------------------

@@ -17,7 +17,6 @@ from typing import Any
 
 from tui.engine.events import Cursor, OutputBatch
 from tui.model.states import State
-from tui.model.task import Task
 from tui.store.records import EventRecord, OutputLine, QuestionRecord, TaskRecord
 
 PROTOCOL = 1
@@ -45,13 +44,14 @@ def decode(line: bytes) -> dict[str, Any]:
 
 def task_to_wire(rec: TaskRecord) -> dict[str, Any]:
     d = {f.name: getattr(rec, f.name) for f in dataclasses.fields(rec)}
-    d["task"] = rec.task.model_dump(mode="json")
+    # The spec travels as the JSON it is stored as: the viewer parses it only if it reads it.
+    d["spec"] = rec.spec if isinstance(rec.spec, str) else rec.spec.model_dump_json()
     d["state"] = rec.state.value
     return d
 
 
 def task_from_wire(d: dict[str, Any]) -> TaskRecord:
-    return TaskRecord(**{**d, "task": Task.model_validate(d["task"]), "state": State(d["state"])})
+    return TaskRecord(**{**d, "state": State(d["state"])})
 
 
 def question_to_wire(q: QuestionRecord) -> dict[str, Any]:

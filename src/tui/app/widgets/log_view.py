@@ -51,6 +51,7 @@ from textual.timer import Timer
 from textual.worker import Worker
 
 from tui.app.widgets import log_text
+from tui.app.widgets.virtual_size import set_virtual_size
 from tui.store.records import STDERR, OutputLine
 
 PAGE_SIZE = 500
@@ -401,10 +402,11 @@ class LogView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         row, sub = self._layout().to_row(vy)
         strip = self._row_strip(row)
+        # One segment per run of one style: each segment costs its own colour codes on the wire.
         if self.wrap:
-            return strip.crop_extend(sub * width, (sub + 1) * width, base)
+            return strip.crop_extend(sub * width, (sub + 1) * width, base).simplify()
         x = self.scroll_offset.x
-        return strip.crop_extend(x, x + width, base)
+        return strip.crop_extend(x, x + width, base).simplify()
 
     def _row_strip(self, row: int) -> Strip:
         where = self._locate(row)
@@ -540,8 +542,7 @@ class LogView(ScrollView, can_focus=True):
     def _sync_size(self) -> None:
         height = self._total_rows + self._layout().extra
         size = Size(0 if self.wrap else self._max_width, height)
-        if self.virtual_size != size:
-            self.virtual_size = size
+        set_virtual_size(self, size)
 
     def _keep_anchor(self, change: Callable[[], None]) -> None:
         """Apply ``change`` to what decides wrapped heights, keeping the top line still."""

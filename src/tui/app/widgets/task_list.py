@@ -1,27 +1,46 @@
-"""The task list: one row per task, updated in batches, filtered and sorted in place."""
+"""The task list: one row per task, updated in batches, filtered and sorted in place.
+
+A Line-API ``ScrollView`` (like ``LogView``): ``render_line(y)`` paints one screen row, so
+only the rows on screen are ever turned into cells, whatever the number of tasks. Row 0 is
+the column header, pinned while the rows scroll under it. Column widths only grow, from the
+header and the rows painted so far (names from every task: that is cheap), so the columns do
+not jump while scrolling. Each painted row remembers what it showed; a batch of changed tasks
+or the running-time tick repaints only the screen rows whose text changed, which keeps the
+bytes sent to a remote terminal low.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
-from rich.text import Text
-from textual.binding import Binding
-from textual.widgets import DataTable
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from tui.app.state_style import STATE_STYLES, style_for
+from tui.app.widgets.virtual_size import set_virtual_size
 from tui.model.states import State
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
 COLUMNS = ("state", "name", "agent", "prio", "time", "try", "cost", "tags", "note")
+PAD = 1  # blank cells either side of every column, as DataTable draws them
 SORTS: dict[str, Callable[[TaskRecord], object]] = {
     "submitted": lambda r: r.submit_seq,
     "state": lambda r: (list(State).index(r.state), r.submit_seq),
     "name": lambda r: (r.name.lower(), r.submit_seq),
     "priority": lambda r: (
-        {"high": 0, "": 1, "normal": 1, "low": 2}[r.task.priority.value],
+        {"high": 0, "": 1, "normal": 1, "low": 2}[r.spec_fields("priority")[0] or ""],
         r.submit_seq,
     ),
 }
@@ -54,9 +73,12 @@ class TaskFilter:
     def matches(self, r: TaskRecord) -> bool:
         if self.states and r.state not in self.states:
             return False
-        if self.tags and not all(t in r.task.tags for t in self.tags):
+        if not self.tags and not self.words:
+            return True  # no need to read the task's spec
+        tags, description = r.spec_fields("tags", "description")
+        if self.tags and not all(t in (tags or ()) for t in self.tags):
             return False
-        hay = f"{r.name} {r.id} {r.task.description}".lower()
+        hay = f"{r.name} {r.id} {description or ''}".lower()
         return all(w in hay for w in self.words)
 
 
@@ -67,34 +89,97 @@ def _elapsed(r: TaskRecord, now: float) -> str:
     return f"{secs // 60}m{secs % 60:02d}s" if secs >= 60 else f"{secs}s"
 
 
-class TaskList(DataTable):
-    """Rows keyed by task id. ``upsert`` only touches the cells that changed."""
+def _width(text: str) -> int:
+    """Cells ``text`` takes; ``len`` for ASCII (most names), which is 10x cheaper."""
+    return len(text) if text.isascii() else cell_len(text)
 
-    DEFAULT_CSS = """
-    TaskList { height: 1fr; }
+
+Cells = tuple[str, ...]  # one string per column
+RowKey = tuple[State, Cells, bool]  # what a painted row shows: state (its colour), text, cursor
+
+
+class TaskList(ScrollView, can_focus=True):
+    """Rows keyed by task id, drawn only where they are on screen."""
+
+    DEFAULT_CSS = (
+        """
+    TaskList {
+        height: 1fr;
+        background: $surface;
+        color: $foreground;
+        &:focus { background-tint: $foreground 5%; }
+        & > .task-list--header { text-style: bold; background: $panel; color: $foreground; }
+        & > .task-list--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus > .task-list--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+            text-style: $block-cursor-text-style;
+        }
+    }
     """
-    BINDINGS = [
-        Binding("j", "cursor_down", show=False),
-        Binding("k", "cursor_up", show=False),
-        Binding("g", "scroll_top", show=False),
-        Binding("G", "scroll_bottom", show=False),
+        # Each state in its theme colour (a Textual variable, so "auto 60%" works too).
+        + "".join(
+            f"TaskList > .task-list--{state.name.lower()} {{ color: ${st.color}; }}\n"
+            for state, st in STATE_STYLES.items()
+        )
+    )
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"task-list--header", "task-list--cursor"} | {
+        f"task-list--{state.name.lower()}" for state in STATE_STYLES
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j,down", "cursor_down", show=False),
+        Binding("k,up", "cursor_up", show=False),
+        Binding("g,home", "scroll_top", show=False),
+        Binding("G,end", "scroll_bottom", show=False),
+        Binding("pagedown", "page_down", show=False),
+        Binding("pageup", "page_up", show=False),
+        Binding("right", "scroll_right", show=False),
+        Binding("left", "scroll_left", show=False),
     ]
 
-    def __init__(self, **kw: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kw)  # type: ignore[arg-type]
+    class RowHighlighted(Message):
+        """The cursor moved to another task (or the list under it changed)."""
+
+        def __init__(self, task_list: TaskList, task_id: str | None) -> None:
+            super().__init__()
+            self.task_list = task_list
+            self.task_id = task_id
+
+        @property
+        def control(self) -> TaskList:
+            return self.task_list
+
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
         self.records: dict[str, TaskRecord] = {}
         self.filter = TaskFilter()
         self.sort_key = "submitted"
         self._shown: list[str] = []
         self._index: dict[str, int] = {}
-
-    def on_mount(self) -> None:
-        for col in COLUMNS:
-            # The state column is sized for its longest label so updates never clip it.
-            width = STATE_WIDTH if col == "state" else None
-            self.add_column(col.upper() if col != "state" else "", key=col, width=width)
+        self._cursor = 0
+        self._highlighted: str | None = None  # the id last announced by RowHighlighted
+        self._widths = {c: len(c) for c in COLUMNS}
+        self._widths["state"] = STATE_WIDTH
+        self._widths["note"] = 0
+        self._styles: dict[str, Style] = {}
+        self._strips: LRUCache[RowKey, Strip] = LRUCache(512)
+        self._painted: dict[int, RowKey] = {}  # screen row → what it shows
 
     # -- data --------------------------------------------------------------------------------
+
+    @property
+    def row_count(self) -> int:
+        return len(self._shown)
+
+    @property
+    def cursor_row(self) -> int:
+        return self._cursor if self._shown else -1
 
     def set_records(self, records: Iterable[TaskRecord]) -> None:
         self.records = {r.id: r for r in records}
@@ -102,86 +187,236 @@ class TaskList(DataTable):
 
     def upsert(self, records: Iterable[TaskRecord]) -> None:
         """Apply a batch of changed tasks; rebuilds only when order or membership changes."""
+        sort = SORTS[self.sort_key]
         needs_rebuild = False
         for r in records:
             old = self.records.get(r.id)
+            # The engine hands out its live records, so ``old`` may be ``r`` already; the
+            # order then may have moved without our noticing: state sort always rebuilds.
+            moved = old is not None and (
+                self.sort_key == "state" if old is r else sort(old) != sort(r)
+            )
             self.records[r.id] = r
-            visible = self.filter.matches(r)
-            if visible != (r.id in self._index) or (
-                self.sort_key != "submitted"
-                and old is not None
-                and SORTS[self.sort_key](old) != SORTS[self.sort_key](r)
+            if self.filter.matches(r) != (r.id in self._index) or (
+                self.sort_key != "submitted" and moved
             ):
                 needs_rebuild = True
-            elif visible:
-                self._update_row(r)
         if needs_rebuild:
             self.rebuild()
+        else:
+            self._refresh_changed()
 
     def rebuild(self) -> None:
+        """Filter and sort again, keeping the selected task under the cursor when it stays."""
         selected = self.selected_id
-        rows = sorted(
-            (r for r in self.records.values() if self.filter.matches(r)), key=SORTS[self.sort_key]
-        )
-        self.clear()
-        now = time.time()
-        names = {r.id: r.name for r in self.records.values()}
-        for r in rows:
-            self.add_row(*self._cells(r, names, now), key=r.id)
-        self._shown = [r.id for r in rows]
+        rows = self.records.values()
+        if self.filter:
+            rows = [r for r in rows if self.filter.matches(r)]
+        ordered = sorted(rows, key=SORTS[self.sort_key])
+        self._shown = [r.id for r in ordered]
         self._index = {tid: i for i, tid in enumerate(self._shown)}
-        if selected in self._index:
-            self.move_cursor(row=self._index[selected], animate=False)
+        names = max((_width(r.name) for r in ordered), default=0)
+        self._widths["name"] = max(len("name"), names)
+        self._cursor = self._index.get(selected or "", 0)
+        self._sync_size()
+        self._scroll_to_cursor()
+        self._painted.clear()
+        self.refresh()
+        self._announce()
 
     def refresh_running(self) -> None:
-        """Tick the elapsed-time cells of running tasks."""
-        now = time.time()
-        for tid in self._shown:
-            r = self.records[tid]
-            if r.state == State.RUNNING:
-                self.update_cell(tid, "time", _elapsed(r, now))
-
-    def _update_row(self, r: TaskRecord) -> None:
-        names = {t.id: t.name for t in self.records.values()}
-        for col, value in zip(COLUMNS, self._cells(r, names, time.time()), strict=True):
-            self.update_cell(r.id, col, value)
-
-    def _cells(self, r: TaskRecord, names: dict[str, str], now: float) -> list[object]:
-        st = style_for(r.state)
-        color = self.app.theme_variables.get(st.color, "") if self.is_attached else ""
-        state = Text(f"{st.symbol} {st.label}", style=color or "")
-        agent = r.task.agent.type + (f"/{r.task.agent.model}" if r.task.agent.model else "")
-        note = r.reason
-        if r.state == State.PENDING:
-            waiting = [
-                names.get(d, d[:8])
-                for d in r.depends_on
-                if d not in self.records or self.records[d].state != State.COMPLETED
-            ]
-            if waiting:
-                note = "waiting on " + ", ".join(waiting)
-        tries = f"{r.attempt_in_round}/{r.task.retry.max_attempts}"
-        cost = f"${r.cost_usd:.2f}" if r.cost_usd else ""
-        return [
-            state,
-            r.name,
-            agent,
-            r.task.priority.value or "normal",
-            _elapsed(r, now),
-            tries,
-            cost,
-            " ".join(r.task.tags),
-            note,
-        ]
+        """Tick the running times: repaints only rows whose text changed."""
+        self._refresh_changed()
 
     # -- selection ---------------------------------------------------------------------------
 
     @property
     def selected_id(self) -> str | None:
-        if not self._shown or self.cursor_row < 0 or self.cursor_row >= len(self._shown):
+        if not self._shown or not 0 <= self._cursor < len(self._shown):
             return None
-        return self._shown[self.cursor_row]
+        return self._shown[self._cursor]
 
     def select_id(self, task_id: str) -> None:
         if task_id in self._index:
-            self.move_cursor(row=self._index[task_id], animate=False)
+            self.move_cursor(self._index[task_id])
+
+    def move_cursor(self, row: int) -> None:
+        if not self._shown:
+            return
+        row = min(max(row, 0), len(self._shown) - 1)
+        if row == self._cursor:
+            return
+        old, self._cursor = self._cursor, row
+        self._refresh_row(old)
+        self._refresh_row(row)
+        self._scroll_to_cursor()
+        self._announce()
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(self._cursor + 1)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(self._cursor - 1)
+
+    def action_scroll_top(self) -> None:
+        self.move_cursor(0)
+
+    def action_scroll_bottom(self) -> None:
+        self.move_cursor(len(self._shown) - 1)
+
+    def action_page_down(self) -> None:
+        self.move_cursor(self._cursor + self._page())
+
+    def action_page_up(self) -> None:
+        self.move_cursor(self._cursor - self._page())
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y >= 1:  # row 0 is the header
+            self.move_cursor(round(self.scroll_y) + event.y - 1)
+
+    def _announce(self) -> None:
+        selected = self.selected_id
+        if selected != self._highlighted:
+            self._highlighted = selected
+            self.post_message(self.RowHighlighted(self, selected))
+
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - 2)
+
+    def _scroll_to_cursor(self) -> None:
+        rows = max(1, self.scrollable_content_region.height - 1)  # under the header
+        top = round(self.scroll_y)
+        if self._cursor < top:
+            top = self._cursor
+        elif self._cursor >= top + rows:
+            top = self._cursor - rows + 1
+        if top != round(self.scroll_y):
+            self.scroll_to(y=top, animate=False, force=True)
+
+    # -- painting ----------------------------------------------------------------------------
+
+    def on_resize(self) -> None:
+        self._painted.clear()
+        self._scroll_to_cursor()
+
+    def notify_style_update(self) -> None:
+        # Focus, blur and theme changes land here once the CSS is applied.
+        super().notify_style_update()
+        self._styles.clear()
+        self._strips.clear()
+        self._painted.clear()
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        width = max(1, self.scrollable_content_region.width)
+        base = self._style("base")
+        x = round(self.scroll_x)
+        if y == 0:
+            return self._header_strip().crop_extend(x, x + width, base).simplify()
+        row = round(self.scroll_y) + y - 1
+        if not 0 <= row < len(self._shown):
+            self._painted.pop(y, None)
+            return Strip.blank(width, base)
+        key = self._row_key(row, time.time())
+        self._painted[y] = key
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._row_strip(*key)
+            self._strips[key] = strip
+        fill = self._style("cursor" if key[2] else "base")
+        return strip.crop_extend(x, x + width, fill).simplify()  # fewer colour codes to send
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # Widen columns for what is about to be painted, before any row of it is drawn.
+        top = round(self.scroll_y)
+        now = time.time()
+        grew = False
+        for row in range(top + max(0, crop.y - 1), min(len(self._shown), top + crop.bottom)):
+            cells = self._cells(self.records[self._shown[row]], now)
+            for col, text in zip(COLUMNS, cells, strict=True):
+                if cell_len(text) > self._widths[col]:
+                    self._widths[col] = cell_len(text)
+                    grew = True
+        if grew:
+            self._strips.clear()
+            self._sync_size()
+        return super().render_lines(crop)
+
+    def _refresh_changed(self) -> None:
+        """Repaint the screen rows whose text differs from what they show."""
+        top = round(self.scroll_y)
+        now = time.time()
+        for y in range(1, self.scrollable_content_region.height):
+            row = top + y - 1
+            if row >= len(self._shown):
+                if y in self._painted:
+                    self.refresh(Region(0, y, self.size.width, 1))
+                continue
+            if self._painted.get(y) != self._row_key(row, now):
+                self.refresh(Region(0, y, self.size.width, 1))
+
+    def _refresh_row(self, row: int) -> None:
+        y = row - round(self.scroll_y) + 1
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def _sync_size(self) -> None:
+        width = sum(self._widths[c] + 2 * PAD for c in COLUMNS)
+        size = Size(width, len(self._shown) + 1)
+        set_virtual_size(self, size)
+
+    def _header_strip(self) -> Strip:
+        labels = tuple("" if c == "state" else c.upper() for c in COLUMNS)
+        return self._strip(labels, [self._style("header")] * len(COLUMNS))
+
+    def _row_key(self, row: int, now: float) -> RowKey:
+        r = self.records[self._shown[row]]
+        return r.state, self._cells(r, now), row == self._cursor
+
+    def _row_strip(self, state: State, cells: Cells, cursor: bool) -> Strip:
+        base = self._style("cursor" if cursor else "base")
+        # The cursor's colours win over the state's, as they did in the DataTable.
+        first = base if cursor else self._style(state.name.lower())
+        return self._strip(cells, [first] + [base] * (len(COLUMNS) - 1))
+
+    def _strip(self, cells: Iterable[str], styles: list[Style]) -> Strip:
+        segments = []
+        for col, text, style in zip(COLUMNS, cells, styles, strict=True):
+            pad = self._widths[col] - cell_len(text) + PAD
+            segments.append(Segment(" " * PAD + text + " " * pad, style))
+        return Strip(segments)
+
+    def _cells(self, r: TaskRecord, now: float) -> Cells:
+        """The text of each column in the row of ``r``."""
+        st = style_for(r.state)
+        task = r.task
+        agent = task.agent.type + (f"/{task.agent.model}" if task.agent.model else "")
+        note = r.reason
+        if r.state == State.PENDING:
+            waiting = [
+                self.records[d].name if d in self.records else d[:8]
+                for d in r.depends_on
+                if d not in self.records or self.records[d].state != State.COMPLETED
+            ]
+            if waiting:
+                note = "waiting on " + ", ".join(waiting)
+        return (
+            f"{st.symbol} {st.label}",
+            r.name,
+            agent,
+            task.priority.value or "normal",
+            _elapsed(r, now),
+            f"{r.attempt_in_round}/{task.retry.max_attempts}",
+            f"${r.cost_usd:.2f}" if r.cost_usd else "",
+            " ".join(task.tags),
+            note,
+        )
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            style = self.rich_style
+            if name != "base":
+                style += self.get_component_rich_style(f"task-list--{name}", partial=False)
+            self._styles[name] = style
+        return style
