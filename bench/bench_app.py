@@ -354,22 +354,29 @@ while not total or n < total:
 """
 
 
-async def child_keys(tmp: Path, presses: int, loaded: bool) -> dict[str, Any]:
+async def child_keys(tmp: Path, presses: int, loaded: bool, attached: bool) -> dict[str, Any]:
+    """Key -> frame latency. ``attached``: the app is a viewer of a daemon (the default way
+    `tui` runs), so the engine and the agents' output live in another process."""
     from textual.events import Key
 
     from tui.app.tui_app import TuiApp
+    from tui.daemon import lifecycle
     from tui.engine.scheduler import Engine
     from tui.model.task import Task
     from tui.store.db import Store
 
     db = tmp / f"keys-{int(loaded)}.db"
-    with contextlib.suppress(FileNotFoundError):
-        db.unlink()
+    for old in tmp.glob(f"keys-{int(loaded)}.db*"):
+        old.unlink()
     producer = tmp / "producer.py"
     producer.write_text(PRODUCER)
     store = await Store.open(db)
-    engine = Engine(store, concurrency=8, kill_grace=1.0)
-    await engine.start()
+    if attached:
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="tui-bench-rt-")
+        engine: Any = await lifecycle.ensure(db, concurrency=8)
+    else:
+        engine = Engine(store, concurrency=8, kill_grace=1.0)
+        await engine.start()
     gate = tmp / f"gate-{os.getpid()}"
     script = f"while [ ! -e {gate} ]; do sleep 0.01; done;" + (
         f" exec {sys.executable} -u {producer} {PRODUCER_RATE}" if loaded else " sleep 600"
@@ -389,7 +396,8 @@ async def child_keys(tmp: Path, presses: int, loaded: bool) -> dict[str, Any]:
         for i in range(30)
     ]
     await engine.submit(tasks)
-    await engine.wait_settled([t.id for t in tasks[1:]])
+    while not all(r.settled for r in await engine.get_many([t.id for t in tasks[1:]])):
+        await asyncio.sleep(0.05)  # setup, not measured
     replays: list[float] = []
     read_output = store.read_output
 
@@ -430,10 +438,14 @@ async def child_keys(tmp: Path, presses: int, loaded: bool) -> dict[str, Any]:
         wall = time.perf_counter() - t_start
         frames = app.frames[f_start:]
         frame_bytes = sum(f[2] for f in frames)
-        await engine._flush_output()
+        if not attached:
+            await engine._flush_output()
         n_after = await _line_count(store, tasks[0].id)
         rss_after = rss_mb()[0]
-    await engine.stop()
+    if attached:
+        await lifecycle.stop(db)
+    else:
+        await engine.stop()
     await store.close()
     both = sorted(lat["j"] + lat["k"])
     return {
@@ -585,6 +597,11 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--only", default="tti,rss,keys,bytes")
+    ap.add_argument(
+        "--attached",
+        action="store_true",
+        help="key latency with the app attached to a daemon (as `tui` runs) instead of embedded",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--presses", type=int, default=60)
     ap.add_argument("--fps", type=int, default=0, help="also run the pty test with tui --fps N")
@@ -599,7 +616,9 @@ def main() -> None:
         elif kind == "rss":
             res = asyncio.run(child_rss(Path(rest[0]), int(rest[1]), rest[2]))
         elif kind == "keys":
-            res = asyncio.run(child_keys(Path(rest[0]), int(rest[1]), rest[2] == "loaded"))
+            res = asyncio.run(
+                child_keys(Path(rest[0]), int(rest[1]), rest[2] == "loaded", rest[3] == "attached")
+            )
         else:
             raise SystemExit(f"unknown child {kind}")
         print(json.dumps(res))
@@ -673,9 +692,13 @@ def main() -> None:
             if not a.keep:
                 db.unlink()
         if "keys" in only:
-            idle = [run_child(["keys", str(tmp), str(a.presses), "idle"]) for _ in range(a.repeat)]
+            mode = "attached" if a.attached else "embedded"
+            idle = [
+                run_child(["keys", str(tmp), str(a.presses), "idle", mode]) for _ in range(a.repeat)
+            ]
             busy = [
-                run_child(["keys", str(tmp), str(a.presses), "loaded"]) for _ in range(a.repeat)
+                run_child(["keys", str(tmp), str(a.presses), "loaded", mode])
+                for _ in range(a.repeat)
             ]
             results["keys"] = {
                 "idle_median_ms": med(idle, "median_ms"),

@@ -442,9 +442,17 @@ class TuiApp(App[None]):
             self._notify_issues(e.issues, "config.toml")
             return
         sources = template_sources(config)
-        templates = all_templates(sources)
+        try:
+            templates = all_templates(sources)
+        except TemplateError as e:  # e.g. a broken .agent/Taskfile.yml
+            self.notify(str(e), title="Templates", severity="error", timeout=10)
+            return
         if not templates:
-            self.notify("no templates yet: add [tasks.NAME] to config.toml", severity="warning")
+            self.notify(
+                "no templates yet: add [tasks.NAME] to config.toml, or tasks to"
+                " .agent/Taskfile.yml",
+                severity="warning",
+            )
             return
         self.search_commands(
             [
