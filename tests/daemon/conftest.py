@@ -39,3 +39,12 @@ def stored_output(db: Path, where: str = "1 = 1") -> list[OutputLine]:
     finally:
         con.close()
     return list(stored_lines(rows))
+
+
+def db_rows(db: Path, sql: str) -> list[tuple]:
+    """Rows of a read-only query on the database file, as another process would see them."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()

@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import sqlite3
 from pathlib import Path
 
 import pytest
 from tests.conftest import shell_task
-from tests.daemon.conftest import stored_output
+from tests.daemon.conftest import db_rows, stored_output
 
 from tui.daemon.lifecycle import attach
 from tui.daemon.remote import RemoteEngine
@@ -20,14 +19,6 @@ from tui.engine.scheduler import EngineError
 from tui.store.records import EventRecord
 
 TIMEOUT = 60
-
-
-def db_rows(db: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 class Seen:

@@ -7,14 +7,13 @@ import asyncio
 import os
 import random
 import signal
-import sqlite3
 import time
 import uuid
 from pathlib import Path
 
 from tests.cli.cli_support import marker_processes
 from tests.conftest import shell_task
-from tests.daemon.conftest import stored_output
+from tests.daemon.conftest import db_rows, stored_output
 
 from tui.daemon.lifecycle import _alive, ensure
 from tui.daemon.remote import RemoteEngine
@@ -30,14 +29,6 @@ def seq(line: OutputLine) -> int:
 
 
 TASKS = 50
-
-
-def rows(db: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def wait_dead(pid: int) -> None:
@@ -109,7 +100,7 @@ async def test_sigkill_the_daemon_at_random_points(db: Path) -> None:
         context,
     )
     # Every transition in the journal is legal, in order, for every task.
-    for tid, frm, to in rows(
+    for tid, frm, to in db_rows(
         db, "SELECT task_id, from_state, to_state FROM transitions ORDER BY id"
     ):
         assert frm is None or valid_transition(State(frm), State(to)), (tid, frm, to, context)
@@ -118,7 +109,7 @@ async def test_sigkill_the_daemon_at_random_points(db: Path) -> None:
     assert {i: stored.get(i) for i in seen} == seen, context
     # Each attempt's lines are whole and in order; the last attempt of each task has all 20.
     for r in records:
-        [(run_id,)] = rows(db, f"SELECT max(id) FROM runs WHERE task_id = '{r.id}'")
+        [(run_id,)] = db_rows(db, f"SELECT max(id) FROM runs WHERE task_id = '{r.id}'")
         texts = [ln.text for ln in sorted(stored_output(db, f"run_id = {run_id}"), key=seq)]
         assert texts == [f"{r.name}-{i}" for i in range(1, 21)], (r.name, context)
     assert marker_processes(marker) == [], f"orphaned agent processes {context}"

@@ -4,14 +4,16 @@ both provide it, so the same app runs embedded or attached to a daemon."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
+from tui.engine.client import EngineClient
 from tui.engine.events import Cursor, Event, Notice
-from tui.model.task import Task
 from tui.store.records import OutputLine, QuestionRecord, TaskRecord
 
 
-class AppEngine(Protocol):
+class AppEngine(EngineClient, Protocol):
+    """The command API (``EngineClient``) plus what a viewer reads."""
+
     @property
     def cursor(self) -> Cursor: ...
 
@@ -24,10 +26,3 @@ class AppEngine(Protocol):
     async def read_run_lines(
         self, run_id: int, first_seq: int, last_seq: int
     ) -> list[OutputLine]: ...
-    async def submit(self, tasks: list[Task]) -> list[str]: ...
-    async def approve(self, task_id: str) -> str: ...
-    async def cancel(self, task_id: str) -> str: ...
-    async def retry(self, task_id: str) -> str: ...
-    async def answer(self, question_id: str, answer: dict[str, Any]) -> str: ...
-    async def accept(self, task_id: str) -> str: ...
-    async def reject(self, task_id: str, comment: str) -> str: ...
