@@ -135,8 +135,19 @@ def check_task(path: Path, name: str) -> None:
 
 def run_argv(binary: str, path: Path, name: str, args: Sequence[str]) -> list[str]:
     """The command line that runs task ``name`` with ``args`` as {{.CLI_ARGS}}."""
-    # --disable-fuzzy: a typo must not run a different task; --yes: nobody answers prompts.
-    head = [binary, "--taskfile", str(path), "--exit-code", "--disable-fuzzy", "--yes", name]
+    # --disable-fuzzy: a typo must not run a different task; --yes: nobody answers prompts;
+    # --color=false: go-task colours its own lines (under CI=true too), and its escapes span
+    # line breaks, so stored lines would begin with the previous line's reset.
+    head = [
+        binary,
+        "--taskfile",
+        str(path),
+        "--exit-code",
+        "--disable-fuzzy",
+        "--yes",
+        "--color=false",
+        name,
+    ]
     return [*head, "--", *args] if args else head
 
 
