@@ -207,7 +207,7 @@ class TuiApp(App[None]):
             return
         if isinstance(ev, OutputBatch):
             if self._selected is not None:
-                mine = [ln for ln in ev.lines if ln.task_id == self._selected]
+                mine = ev.lines_of(self._selected)
                 if mine:
                     log.append(mine)
             return

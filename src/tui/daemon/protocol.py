@@ -3,8 +3,9 @@
 The server speaks first with ``hello`` (protocol version, pid, cursor). A client then sends
 requests ``{"id", "op", "args"}`` and gets ``reply`` objects with the same id. A connection that
 sends ``subscribe`` becomes a one-way event stream: ``ev`` (a journal event, numbered by its
-journal id), ``out`` (output lines, numbered by their output ids), ``lag`` (the viewer fell
-behind and is being caught up from the database) and ``bye`` (the daemon is stopping).
+journal id), ``out`` / ``outc`` (output lines, or stored chunks of lines, numbered by their
+output ids), ``lag`` (the viewer fell behind and is being caught up from the database) and
+``bye`` (the daemon is stopping).
 Sequence numbers are the store's own ids, so a viewer resumes from its ``Cursor`` with no gap
 and no duplicate, across reconnects and daemon restarts.
 """
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from tui.engine.events import Cursor, OutputBatch
 from tui.model.states import State
+from tui.store.chunks import ChunkRow
 from tui.store.records import EventRecord, OutputLine, QuestionRecord, TaskRecord
 
 PROTOCOL = 1
@@ -76,6 +79,9 @@ def line_from_wire(row: list[Any]) -> OutputLine:
 def event_messages(item: EventRecord | OutputBatch) -> list[dict[str, Any]]:
     if not isinstance(item, OutputBatch):
         return [{"t": "ev", "ev": dataclasses.asdict(item)}]
+    chunks = item.chunks
+    if chunks is not None and all(len(c[5]) <= OUT_BYTES for c in chunks):
+        return _chunk_messages(item.first_id, chunks)
     msgs: list[dict[str, Any]] = []
     rows: list[list[Any]] = []
     size = 0
@@ -90,7 +96,27 @@ def event_messages(item: EventRecord | OutputBatch) -> list[dict[str, Any]]:
     return msgs
 
 
+def _chunk_messages(first_id: int, chunks: Sequence[ChunkRow]) -> list[dict[str, Any]]:
+    """Stored chunks as they are (one string per read, not one row per line): the cheap form
+    to encode and decode, split into messages of at most about OUT_BYTES."""
+    msgs: list[dict[str, Any]] = []
+    batch: list[list[Any]] = []
+    size, start, line_id = 0, first_id, first_id
+    for c in chunks:
+        if batch and size + len(c[5]) > OUT_BYTES:
+            msgs.append({"t": "outc", "first": start, "chunks": batch})
+            batch, size, start = [], 0, line_id
+        batch.append(list(c))
+        size += len(c[5]) + 64
+        line_id += c[6]
+    if batch:
+        msgs.append({"t": "outc", "first": start, "chunks": batch})
+    return msgs
+
+
 def event_from_wire(msg: dict[str, Any]) -> EventRecord | OutputBatch:
+    if msg["t"] == "outc":
+        return OutputBatch.of_chunks(msg["first"], [tuple(c) for c in msg["chunks"]])
     if msg["t"] == "out":
         return OutputBatch(msg["first"], [tuple(r) for r in msg["rows"]])
     return EventRecord(**msg["ev"])

@@ -79,6 +79,24 @@ class OutputBatch:
     def lines(self) -> list[OutputLine]:
         return [OutputLine(self.first_id + i, *row) for i, row in enumerate(self.rows)]
 
+    @property
+    def chunks(self) -> Sequence[ChunkRow] | None:
+        """The stored chunks, while nobody has split them into lines (else None)."""
+        return None if "rows" in self.__dict__ else getattr(self, "_chunks", None)
+
+    def lines_of(self, task_id: str) -> list[OutputLine]:
+        """One task's lines: a viewer that shows one task splits only that task's chunks."""
+        chunks = self.chunks
+        if chunks is None:
+            return [ln for ln in self.lines if ln.task_id == task_id]
+        out: list[OutputLine] = []
+        line_id = self.first_id
+        for c in chunks:
+            if c[0] == task_id:
+                out += [OutputLine(line_id + i, *row) for i, row in enumerate(chunk_rows([c]))]
+            line_id += c[6]
+        return out
+
 
 # Journal kinds: submitted, state, run_ended, question, answered.
 Event = EventRecord | OutputBatch
