@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -14,7 +15,9 @@ from typing import Any, Self
 import pytest
 
 from tui.engine.scheduler import Engine
+from tui.model.task import Task
 from tui.store.db import Store
+from tui.store.records import QuestionRecord, RunRecord
 
 CLI_BIN = Path(__file__).resolve().parents[2] / ".agent-clis" / "node_modules" / ".bin"
 
@@ -85,3 +88,33 @@ class ScriptedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class BareContext:
+    """A RunContext for driving an adapter without an engine: records output, asks nothing."""
+
+    def __init__(self, task: Task, previous: list[RunRecord]) -> None:
+        self.task = task
+        self.run_id = 2
+        self.attempt = 2
+        self.env = dict(os.environ)
+        self.shell = "bash"
+        self.rejection_comment = ""
+        self.cost_so_far = 0.0
+        self.previous_runs = previous
+        self.late_answers: list[QuestionRecord] = []
+        self.lines: list[tuple[int, str]] = []
+        self.sessions: list[str] = []
+
+    async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        raise AssertionError("nothing to ask")
+
+    async def output(self, stream: int, lines: list[str]) -> None:
+        self.lines.extend((stream, ln) for ln in lines)
+
+    async def process_started(self, proc: Any, ident: Any) -> None:
+        pass
+
+    async def session_started(self, session_id: str) -> None:
+        if session_id and session_id not in self.sessions:
+            self.sessions.append(session_id)

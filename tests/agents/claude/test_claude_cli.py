@@ -12,18 +12,16 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any
 
 from tests.agents.claude.conftest import claude_task, needs_cli
 from tests.agents.claude.model_server import ModelServer, text, tool_use
-from tests.agents.cli_support import output, raw_lines, settled
+from tests.agents.cli_support import BareContext, output, raw_lines, settled
 from tests.conftest import question, wait_state
 from tui.agents.claude import ClaudeAdapter
 from tui.engine.scheduler import Engine
 from tui.model.states import State
-from tui.model.task import Task
 from tui.store.db import Store
-from tui.store.records import QuestionRecord, RunRecord
+from tui.store.records import RunRecord
 
 pytestmark = needs_cli
 
@@ -298,34 +296,6 @@ async def test_review_rejected_resumes_with_the_comment_then_accepted(
     assert "draft one" in last
 
 
-class _Ctx:
-    """A bare RunContext for driving the adapter without an engine."""
-
-    def __init__(self, task: Task, previous: list[RunRecord]) -> None:
-        self.task = task
-        self.run_id = 2
-        self.attempt = 2
-        self.env = dict(os.environ)
-        self.shell = "bash"
-        self.rejection_comment = ""
-        self.cost_so_far = 0.0
-        self.previous_runs = previous
-        self.late_answers: list[QuestionRecord] = []
-        self.lines: list[tuple[int, str]] = []
-
-    async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
-        raise AssertionError("nothing to ask")
-
-    async def output(self, stream: int, lines: list[str]) -> None:
-        self.lines.extend((stream, ln) for ln in lines)
-
-    async def process_started(self, proc: Any, ident: Any) -> None:
-        pass
-
-    async def session_started(self, session_id: str) -> None:
-        pass
-
-
 async def test_a_session_the_cli_does_not_know_starts_afresh(
     adapter: ClaudeAdapter, model: ModelServer, project: Path
 ) -> None:
@@ -334,9 +304,10 @@ async def test_a_session_the_cli_does_not_know_starts_afresh(
     previous = RunRecord(
         1, "t", 1, "e", None, None, None, 0.0, 1.0, 1, "FAILED", "boom", 0, 0, 0, gone
     )
-    ctx = _Ctx(claude_task("lost", "zq-lost", project), [previous])
+    ctx = BareContext(claude_task("lost", "zq-lost", project), [previous])
     result = await adapter.run(ctx)  # type: ignore[arg-type]
     assert result.outcome == State.COMPLETED and result.result == "fresh start"
     assert result.session_id and result.session_id != gone
+    assert ctx.sessions[-1] == result.session_id  # reported as soon as the CLI said it
     assert (2, f"[tui] session {gone} is gone; starting afresh") in ctx.lines
     assert "zq-lost" in model.main_requests()[0].flat_text()

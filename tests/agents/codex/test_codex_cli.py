@@ -7,22 +7,19 @@ stored (states, runs, tokens, cost, sessions, output) and what the CLI's real to
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.agents.cli_support import output, raw_lines, settled
+from tests.agents.cli_support import BareContext, output, raw_lines, settled
 from tests.agents.codex.conftest import codex_task, needs_cli
 from tests.agents.codex.responses_server import ResponsesServer, call, fail, say
 from tests.conftest import wait_state
 from tui.agents.codex import CodexAdapter
 from tui.engine.scheduler import Engine
 from tui.model.states import State
-from tui.model.task import Task
 from tui.store.db import Store
-from tui.store.records import STDERR, QuestionRecord, RunRecord
+from tui.store.records import STDERR, RunRecord
 
 pytestmark = needs_cli
 
@@ -176,32 +173,6 @@ async def test_budget_exceeded_from_the_price_table(
     assert run.cost_usd == pytest.approx(1.25 + 20 * 10 / 1e6)
 
 
-class _Ctx:
-    def __init__(self, task: Task, previous: list[RunRecord]) -> None:
-        self.task = task
-        self.run_id = 2
-        self.attempt = 2
-        self.env = dict(os.environ)
-        self.shell = "bash"
-        self.rejection_comment = ""
-        self.cost_so_far = 0.0
-        self.previous_runs = previous
-        self.late_answers: list[QuestionRecord] = []
-        self.lines: list[tuple[int, str]] = []
-
-    async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
-        raise AssertionError("nothing to ask")
-
-    async def output(self, stream: int, lines: list[str]) -> None:
-        self.lines.extend((stream, ln) for ln in lines)
-
-    async def process_started(self, proc: Any, ident: Any) -> None:
-        pass
-
-    async def session_started(self, session_id: str) -> None:
-        pass
-
-
 async def test_a_thread_the_cli_does_not_know_starts_afresh(
     adapter: CodexAdapter, responses: ResponsesServer, project: Path
 ) -> None:
@@ -210,8 +181,9 @@ async def test_a_thread_the_cli_does_not_know_starts_afresh(
     previous = RunRecord(
         1, "t", 1, "e", None, None, None, 0.0, 1.0, 1, "FAILED", "boom", 0, 0, 0, gone
     )
-    ctx = _Ctx(codex_task("lost", "zc-lost", project), [previous])
+    ctx = BareContext(codex_task("lost", "zc-lost", project), [previous])
     result = await adapter.run(ctx)  # type: ignore[arg-type]
     assert result.outcome == State.COMPLETED and result.result == "fresh start"
     assert result.session_id and result.session_id != gone
+    assert ctx.sessions[-1] == result.session_id  # reported as soon as the CLI said it
     assert (2, f"[tui] session {gone} is gone; starting afresh") in ctx.lines
