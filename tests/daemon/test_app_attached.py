@@ -37,7 +37,7 @@ def attached_app(db: Path) -> TuiApp:
 
 
 async def test_quitting_the_app_leaves_the_run_going(
-    viewer: RemoteEngine, db: Path, tmp_path: Path
+    viewer: RemoteEngine, db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     gate = tmp_path / "go"
     script = f"echo working; until [ -e {gate} ]; do sleep 0.05; done; echo done"
@@ -52,6 +52,7 @@ async def test_quitting_the_app_leaves_the_run_going(
         await until(pilot, lambda: "working" in visible_text(log), "its live output")
         await pilot.press("q")
 
+    assert "1 unfinished task goes on in the daemon" in capsys.readouterr().err
     # The app is gone; the daemon and the task are not.
     [rec] = await viewer.get_many([tid])
     assert rec.state == State.RUNNING

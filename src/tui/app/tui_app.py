@@ -549,6 +549,18 @@ class TuiApp(App[None]):
     def action_pick_theme(self) -> None:
         self.search_themes()
 
+    async def action_quit(self) -> None:
+        unfinished = sum(not r.settled for r in self._list.records.values())
+        if unfinished and not isinstance(self.engine, Engine):
+            # Say so on the way out: nothing stops, and it is not obvious that nothing does.
+            what = "task goes" if unfinished == 1 else "tasks go"
+            self.exit(
+                message=f"tui: {unfinished} unfinished {what} on in the daemon; `tui` shows"
+                " them again, `tui daemon stop` stops them"
+            )
+            return
+        self.exit()
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.active_bindings_for_help()))
 
