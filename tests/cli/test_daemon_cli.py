@@ -78,3 +78,18 @@ def test_commands_go_through_the_daemon_and_runs_outlive_them(tui: Tui) -> None:
     assert res.returncode == 0, str(res)
     wait_until(lambda: tui.state_of("held2") == "CANCELLED", "the cancel")
     assert status(tui)["pid"] == pid  # the same daemon all along
+
+
+def test_a_run_through_the_daemon_prints_every_transition(tui: Tui) -> None:
+    """The task may be done before `tui run` reads its first event: it still prints them all."""
+    assert tui("daemon", "start").returncode == 0
+    f = write_tasks(tui.dir / "one.yaml", [shell_task("instant", "true")])
+    res = tui("run", str(f))
+    assert res.returncode == 0, str(res)
+    shown = [line for line in res.stdout.splitlines() if " instant " in line]
+    assert [line.split("→")[1].split()[0] for line in shown] == [
+        "PENDING",
+        "QUEUED",
+        "RUNNING",
+        "COMPLETED",
+    ], res.stdout

@@ -17,7 +17,7 @@ from tui.engine.events import Cursor, Notice, OutputBatch
 from tui.engine.scheduler import Engine
 from tui.model.issues import Issue
 from tui.model.loader import load_task_files
-from tui.model.states import State
+from tui.model.states import ENDED, State
 from tui.model.task import Task
 from tui.store.db import Store
 from tui.store.records import TaskRecord
@@ -181,6 +181,8 @@ async def _follow(
         if isinstance(ev, OutputBatch) or ev.to_state is None or ev.task_id not in scope:
             continue
         print_transition(ev, names[ev.task_id], as_json)
+        if State(ev.to_state) not in ENDED:
+            continue  # the records may be further on already: print every transition first
         records = await remote.get_many(scope)
         if all(r.settled for r in records):
             return records
