@@ -42,3 +42,12 @@ def test_a_broken_taskfile_is_a_clear_error(tui: Tui) -> None:
     assert res.returncode == 2 and str(path) in res.stderr, str(res)
     doctor = tui("doctor")
     assert doctor.returncode == 1 and "taskfile" in doctor.stdout and str(path) in doctor.stdout
+
+
+def test_typed_text_is_split_into_arguments_like_a_shell_would_never_run(tui: Tui) -> None:
+    write_taskfile(tui.dir)
+    res = tui("task", "echo-args", "x 'y z' $(id)")
+    assert res.returncode == 0, str(res)
+    assert [ln.text for ln in tui.output("stream = 1")] == ["<x>", "<y z>", "<$(id)>"]
+    bad = tui("task", "echo-args", "unbalanced 'quote")
+    assert bad.returncode == 2 and "echo-args: arguments" in bad.stderr, str(bad)

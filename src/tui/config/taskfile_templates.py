@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shlex
 from functools import cached_property
 from pathlib import Path
 
@@ -27,4 +28,12 @@ class TaskfileTemplates:
 
     async def make_task(self, name: str, request: TaskRequest) -> Task:
         entry = next(e for e in self._entries if e.name == name)
-        return to_task(entry, request.args, project_dir=self.project_dir)
+        args = request.args
+        if not args and request.instructions:
+            # Typed text (the app's prompt, or `tui task NAME "a 'b c'"`) is the arguments,
+            # split as a shell would but never run by one.
+            try:
+                args = shlex.split(request.instructions)
+            except ValueError as e:
+                raise TemplateError(f"{name}: arguments {request.instructions!r}: {e}") from e
+        return to_task(entry, args, project_dir=self.project_dir)
