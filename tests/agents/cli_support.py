@@ -112,7 +112,7 @@ class BareContext:
     async def output(self, stream: int, lines: list[str]) -> None:
         self.lines.extend((stream, ln) for ln in lines)
 
-    async def process_started(self, proc: Any, ident: Any) -> None:
+    async def process_started(self, proc: Any) -> None:
         pass
 
     async def session_started(self, session_id: str) -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from tui.engine.procs import (
+    Child,
+    PipeReader,
     ProcIdentity,
     group_identities,
     group_members,
@@ -40,17 +42,43 @@ def _kill_leftovers(idents: Sequence[ProcIdentity]) -> None:
                 os.kill(i.pid, signal.SIGKILL)
 
 
+async def _readline(reader: PipeReader) -> bytes:
+    """One line, a byte at a time (tests read a few short lines only)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        byte = await reader.read(1)
+        if not byte:
+            break
+        line += byte
+    return line
+
+
+async def _read_all(reader: PipeReader) -> bytes:
+    out = b""
+    while chunk := await reader.read(65536):
+        out += chunk
+    return out
+
+
+async def _communicate(proc: Child) -> tuple[bytes, bytes]:
+    """Both pipes to their end, then the exit; the pipes are closed after."""
+    out, err = await asyncio.gather(_read_all(proc.stdout), _read_all(proc.stderr))
+    await proc.wait()
+    proc.close_pipes()
+    return out, err
+
+
 @contextlib.asynccontextmanager
 async def spawned(
     script: str,
-) -> AsyncIterator[tuple[asyncio.subprocess.Process, ProcIdentity, list[ProcIdentity]]]:
+) -> AsyncIterator[tuple[Child, ProcIdentity, list[ProcIdentity]]]:
     """Run a bash script that prints the pid of each child, then 'ready'."""
-    proc, ident = await spawn(["bash", "-c", script], cwd=None, env=None)
+    proc = await spawn(["bash", "-c", script], cwd=None, env=None)
+    ident = proc.identity()
     children: list[ProcIdentity] = []
     try:
-        assert proc.stdout is not None
         while True:
-            line = await asyncio.wait_for(proc.stdout.readline(), 10)
+            line = await asyncio.wait_for(_readline(proc.stdout), 10)
             assert line, "child exited before printing 'ready'"
             text = line.decode().strip()
             if text == "ready":
@@ -59,18 +87,19 @@ async def spawned(
         yield proc, ident, children
     finally:
         _kill_leftovers([ident, *children])
-        await asyncio.wait_for(proc.communicate(), 10)  # reap and close pipes
+        await asyncio.wait_for(_communicate(proc), 10)  # reap and close pipes
 
 
 async def test_spawn_new_session_cwd_env(tmp_path: Path) -> None:
     env = {"PATH": os.environ["PATH"], "FOO": "bar baz"}
-    proc, ident = await spawn(
+    proc = await spawn(
         ["sh", "-c", 'echo "$(pwd)|$FOO|$(ps -o sid= -p $$)"; echo err >&2'],
         cwd=str(tmp_path),
         env=env,
     )
+    ident = proc.identity()
     assert ident.pid == ident.pgid == proc.pid
-    out, err = await proc.communicate()
+    out, err = await _communicate(proc)
     cwd, foo, sid = out.decode().strip().split("|")
     assert (cwd, foo, int(sid)) == (str(tmp_path), "bar baz", proc.pid)
     assert err == b"err\n"
@@ -128,8 +157,9 @@ async def test_terminate_group_after_leader_exited() -> None:
 
 
 async def test_terminate_group_when_already_gone() -> None:
-    proc, ident = await spawn(["true"], cwd=None, env=None)
-    await proc.communicate()
+    proc = await spawn(["true"], cwd=None, env=None)
+    ident = proc.identity()
+    await _communicate(proc)
     t0 = time.monotonic()
     await terminate_group(ident.pgid, grace=5.0, proc=proc)
     assert time.monotonic() - t0 < 1.0
@@ -142,14 +172,15 @@ async def test_terminate_group_refuses_own_group() -> None:
 
 
 async def test_identity_alive_after_death_and_reuse() -> None:
-    proc, ident = await spawn(["sleep", "300"], cwd=None, env=None)
+    proc = await spawn(["sleep", "300"], cwd=None, env=None)
+    ident = proc.identity()
     try:
         assert identity_alive(ident)
         # Same live pid, different start time: a reused pid must not be trusted.
         assert not identity_alive(dataclasses.replace(ident, start_time=ident.start_time + 1))
     finally:
-        proc.kill()
-        await proc.communicate()
+        os.kill(proc.pid, signal.SIGKILL)
+        await _communicate(proc)
     assert not identity_alive(ident)
     assert proc_start_time(ident.pid) is None
 
@@ -162,7 +193,8 @@ async def test_stat_parsing_with_hostile_comm(tmp_path: Path) -> None:
     # comm containing ") (" and spaces must not shift the parsed fields.
     exe = tmp_path / "x) (y z"
     exe.symlink_to("/bin/sleep")
-    proc, ident = await spawn([str(exe), "300"], cwd=None, env=None)
+    proc = await spawn([str(exe), "300"], cwd=None, env=None)
+    ident = proc.identity()
     try:
         comm = Path(f"/proc/{proc.pid}/comm").read_text().strip()
         assert comm == "x) (y z"
@@ -172,7 +204,7 @@ async def test_stat_parsing_with_hostile_comm(tmp_path: Path) -> None:
         assert identity_alive(ident)
     finally:
         await terminate_group(ident.pgid, grace=1.0, proc=proc)
-        await proc.communicate()
+        await _communicate(proc)
 
 
 _DAEMON = """
@@ -235,15 +267,14 @@ def test_kill_orphan_group_ignores_stale_identity() -> None:
 
 async def test_kill_orphan_group_dead_leader_uses_recorded_members() -> None:
     script = "sleep 300 >/dev/null 2>&1 & echo $!; echo ready; read _; exit 0"
-    proc, ident = await spawn(
-        ["bash", "-c", script], cwd=None, env=None, stdin=asyncio.subprocess.PIPE
-    )
+    proc = await spawn(["bash", "-c", script], cwd=None, env=None, stdin=subprocess.PIPE)
+    ident = proc.identity()
     children: list[ProcIdentity] = []
     try:
-        assert proc.stdout is not None and proc.stdin is not None
-        child = _ident(int(await asyncio.wait_for(proc.stdout.readline(), 10)), ident.pgid)
+        assert proc.stdin is not None
+        child = _ident(int(await asyncio.wait_for(_readline(proc.stdout), 10)), ident.pgid)
         children.append(child)
-        assert (await asyncio.wait_for(proc.stdout.readline(), 10)).strip() == b"ready"
+        assert (await asyncio.wait_for(_readline(proc.stdout), 10)).strip() == b"ready"
         recorded = group_identities(ident.pgid)
         assert recorded == sorted([ident, child], key=lambda i: i.pid)
         proc.stdin.close()  # let the leader exit, orphaning the grandchild
@@ -258,4 +289,4 @@ async def test_kill_orphan_group_dead_leader_uses_recorded_members() -> None:
         assert group_members(ident.pgid) == []
     finally:
         _kill_leftovers([ident, *children])
-        await asyncio.wait_for(proc.communicate(), 10)
+        await asyncio.wait_for(_communicate(proc), 10)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tui.engine.procs import ProcIdentity
+from tui.engine.procs import Child
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.records import QuestionRecord, RunRecord
@@ -46,7 +45,7 @@ class RunContext(Protocol):
         """Record lines of stdout (1), stderr (2), or RAW (3): protocol lines kept apart for
         `tui logs --raw`. May wait when the writer is behind."""
 
-    async def process_started(self, proc: asyncio.subprocess.Process, ident: ProcIdentity) -> None:
+    async def process_started(self, proc: Child) -> None:
         """Report the agent's process group so the engine can time it out, cancel and recover."""
 
     async def session_started(self, session_id: str) -> None:

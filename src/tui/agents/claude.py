@@ -44,6 +44,7 @@ from tui.agents.cli_process import (
     record_json_lines,
     run_cli,
 )
+from tui.engine.procs import Child
 from tui.mcp.launch import claude_mcp_config, claude_tool_rule, wanted
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
@@ -116,7 +117,7 @@ class _Conversation:
         self.cwd = cwd
         self.env = env
         self.plan = plan
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: Child | None = None
         self.session_id = ""
         self.result_line: dict[str, Any] | None = None
         self.stderr = StderrTail(ctx)
@@ -127,7 +128,7 @@ class _Conversation:
         self.initialized = False  # saw the system/init line
 
     async def run(self, argv: list[str], prompt: str) -> RunResult:
-        async def started(proc: asyncio.subprocess.Process) -> None:
+        async def started(proc: Child) -> None:
             self.proc = proc
             await self.send(user_message(prompt))
 

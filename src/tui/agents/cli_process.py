@@ -21,7 +21,7 @@ from typing import Any
 
 from tui.agents.base import AdapterError, RunContext, RunResult
 from tui.agents.lines import LineSplitter
-from tui.engine.procs import spawn, terminate_group, wait_leader
+from tui.engine.procs import Child, PipeReader, spawn, terminate_group
 from tui.model.states import State
 from tui.model.task import AgentConfig
 from tui.store.records import RAW, STDERR, STDOUT
@@ -30,7 +30,7 @@ READ_CHUNK = 256 * 1024
 GRACE = 1.0  # seconds between SIGTERM and SIGKILL for what the CLI leaves behind
 
 OnLines = Callable[[list[str]], Awaitable[None]]
-OnStart = Callable[[asyncio.subprocess.Process], Awaitable[None]]
+OnStart = Callable[[Child], Awaitable[None]]
 
 
 async def run_cli(
@@ -52,29 +52,29 @@ async def run_cli(
     """
     keep_open = on_start is not None
     pipe = asyncio.subprocess.PIPE if stdin is not None or keep_open else asyncio.subprocess.DEVNULL
-    proc, ident = await spawn(argv, cwd=cwd, env=env, stdin=pipe)
+    proc = await spawn(argv, cwd=cwd, env=env, stdin=pipe)
     readers: asyncio.Future[Any] | None = None
     try:
-        await ctx.process_started(proc, ident)
+        await ctx.process_started(proc)
         if on_start is not None:
             await on_start(proc)
-        assert proc.stdout is not None and proc.stderr is not None
         jobs = [_read(proc.stdout, on_stdout), _read(proc.stderr, on_stderr)]
         if stdin is not None and proc.stdin is not None:
             jobs.append(_feed(proc.stdin, stdin, close=not keep_open))
         readers = asyncio.gather(*jobs)
-        code = await wait_leader(proc)
+        code = await proc.wait()
         # Whatever the CLI started and left behind (shells, servers, `sleep &`) ends with it;
         # until then it would hold the pipes open.
-        await terminate_group(ident.pgid, grace=GRACE)
+        await terminate_group(proc.pid, grace=GRACE)
         await readers
     finally:
         if proc.returncode is None:  # cancelled or crashed: do not leave the CLI behind
-            await terminate_group(ident.pgid, grace=GRACE, proc=proc)
+            await terminate_group(proc.pid, grace=GRACE, proc=proc)
         if readers is not None and not readers.done():
             readers.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await readers
+        proc.close_pipes()
     return code
 
 
@@ -99,7 +99,7 @@ async def run_plain(
     return code, "\n".join(tail)
 
 
-async def _read(stream: asyncio.StreamReader, on_lines: OnLines) -> None:
+async def _read(stream: PipeReader, on_lines: OnLines) -> None:
     splitter = LineSplitter()
     while True:
         chunk = await stream.read(READ_CHUNK)

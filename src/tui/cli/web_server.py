@@ -16,7 +16,7 @@ from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from tui.engine.procs import spawn, terminate_group
+from tui.engine.procs import terminate_group
 
 QUIT_GRACE = 5.0  # seconds a tab's app gets to quit by itself before its group is killed
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -36,7 +36,15 @@ class AppTab(AppService):
         self, width: int = 80, height: int = 24
     ) -> asyncio.subprocess.Process:
         env = self._build_environment(width=width, height=height)
-        proc, _ident = await spawn(self.argv, cwd=None, env=env, stdin=asyncio.subprocess.PIPE)
+        # textual-serve reads the app through asyncio's stream API: a full asyncio Process.
+        proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
         assert proc.stdin is not None
         self._process, self._stdin = proc, proc.stdin
         return proc

@@ -15,12 +15,15 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 __all__ = [
+    "Child",
+    "PipeReader",
     "ProcIdentity",
     "group_identities",
     "group_members",
@@ -29,7 +32,6 @@ __all__ = [
     "proc_start_time",
     "spawn",
     "terminate_group",
-    "wait_leader",
 ]
 
 # Polling interval while waiting for a group to disappear.
@@ -122,33 +124,172 @@ def group_identities(pgid: int) -> list[ProcIdentity]:
     return sorted(out, key=lambda i: i.pid)
 
 
+class PipeReader:
+    """A child's stdout or stderr: non-blocking reads that wait on the event loop only when
+    the pipe is empty (a busy producer is read without touching epoll at all)."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+
+    async def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes as soon as any are there; b"" at the end (and ever after)."""
+        while self._fd >= 0:
+            try:
+                data = os.read(self._fd, n)
+            except BlockingIOError:
+                await self._readable()
+                continue
+            except OSError:  # EIO and the like: nothing more will come
+                data = b""
+            if not data:
+                self.close()
+            return data
+        return b""
+
+    async def _readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_reader(self._fd, _resolve, ready)
+        try:
+            await ready
+        finally:
+            if self._fd >= 0:
+                loop.remove_reader(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class Child:
+    """A started agent process: its pipes, and its exit code the moment it exits.
+
+    Leaner than ``asyncio.subprocess.Process`` (no transports or protocols for pipes that
+    are simply read), and ``wait()`` means the leader's exit: it does not also wait for pipes
+    that a background job may hold open forever.
+    """
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: asyncio.StreamWriter | None,
+        stdout: PipeReader,
+        stderr: PipeReader,
+    ) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode: int | None = None
+        loop = asyncio.get_running_loop()
+        self._exited: asyncio.Future[int] = loop.create_future()
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except OSError:  # no pidfd (old kernel): a thread blocks in waitpid instead
+            loop.run_in_executor(None, self._wait_blocking, loop)
+        else:
+            loop.add_reader(pidfd, self._reap, loop, pidfd)
+
+    def _reap(self, loop: asyncio.AbstractEventLoop, pidfd: int) -> None:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+        self._exit(self._waitpid())
+
+    def _wait_blocking(self, loop: asyncio.AbstractEventLoop) -> None:
+        code = self._waitpid()
+        loop.call_soon_threadsafe(self._exit, code)
+
+    def _waitpid(self) -> int:
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:  # reaped elsewhere: the code is lost
+            return 255
+        return os.waitstatus_to_exitcode(status)
+
+    def _exit(self, code: int) -> None:
+        # Popen must know too, or it would think the child still runs when collected.
+        self.returncode = self._popen.returncode = code
+        if not self._exited.done():
+            self._exited.set_result(code)
+
+    async def wait(self) -> int:
+        """The leader's exit code (negative: killed by that signal)."""
+        return await asyncio.shield(self._exited)
+
+    def identity(self) -> ProcIdentity:
+        """Who this child is, pid reuse aside. Reading /proc right after the start can wait
+        a millisecond (until the child's exec is through): the engine calls this off the loop.
+        The start time is 0 (never alive) once the child has been reaped."""
+        st = _read_stat(self.pid)
+        # The ppid check rejects a stat that belongs to a reused pid.
+        start = st.start_time if st is not None and st.ppid == os.getpid() else 0
+        return ProcIdentity(pid=self.pid, pgid=self.pid, start_time=start)
+
+    def close_pipes(self) -> None:
+        self.stdout.close()
+        self.stderr.close()
+        if self.stdin is not None and not self.stdin.is_closing():
+            self.stdin.close()
+
+
 async def spawn(
     argv: Sequence[str],
     *,
     cwd: str | None,
     env: Mapping[str, str] | None,
-    stdin: int = asyncio.subprocess.DEVNULL,
-) -> tuple[asyncio.subprocess.Process, ProcIdentity]:
-    """Start ``argv`` (never via a shell) as leader of a new session and process group."""
+    stdin: int = subprocess.DEVNULL,
+) -> Child:
+    """Start ``argv`` (never via a shell) as leader of a new session and process group
+    (setsid: its pgid is its pid), stdout and stderr piped; ``stdin`` is DEVNULL or PIPE."""
     if isinstance(argv, str | bytes) or not argv:
         raise ValueError("argv must be a non-empty sequence of arguments, not a string")
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=stdin,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
-    pid = proc.pid
-    st = _read_stat(pid)
-    # The child may already have exited and been reaped by the child watcher; the
-    # ppid check rejects a stat that belongs to a reused pid.  start_time 0 never
-    # matches a real process, so such an identity is simply "not alive".
-    start = st.start_time if st is not None and st.ppid == os.getpid() else 0
-    # setsid() in the child makes pgid == pid; no need to query (it may be reaped).
-    return proc, ProcIdentity(pid=pid, pgid=pid, start_time=start)
+    # Our own pipes, handed to Popen as bare fds: it then makes no file objects for them.
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    in_r = in_w = -1
+    if stdin == subprocess.PIPE:
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        popen = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=in_r if in_r >= 0 else stdin,
+            stdout=out_w,
+            stderr=err_w,
+            start_new_session=True,
+        )
+    except BaseException:
+        for fd in (out_r, err_r, in_w):
+            if fd >= 0:
+                os.close(fd)
+        raise
+    finally:
+        for fd in (out_w, err_w, in_r):  # the child has its own copies now
+            if fd >= 0:
+                os.close(fd)
+    writer = None
+    if in_w >= 0:
+        loop = asyncio.get_running_loop()
+        pipe = open(in_w, "wb", 0)  # noqa: SIM115 - the transport owns and closes it
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), pipe
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return Child(popen, writer, PipeReader(out_r), PipeReader(err_r))
+
+
+class _HasReturncode(Protocol):
+    @property
+    def returncode(self) -> int | None: ...
 
 
 def _check_pgid(pgid: int) -> None:
@@ -169,7 +310,7 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-def _group_done(pgid: int, proc: asyncio.subprocess.Process | None) -> bool:
+def _group_done(pgid: int, proc: _HasReturncode | None) -> bool:
     if proc is not None and proc.returncode is None:
         return False
     try:
@@ -181,7 +322,7 @@ def _group_done(pgid: int, proc: asyncio.subprocess.Process | None) -> bool:
     return not group_members(pgid)  # members exist, but maybe only zombies
 
 
-async def _wait_group(pgid: int, proc: asyncio.subprocess.Process | None, timeout: float) -> bool:
+async def _wait_group(pgid: int, proc: _HasReturncode | None, timeout: float) -> bool:
     # Polling /proc is the only way to observe grandchildren we are not the parent of.
     deadline = time.monotonic() + timeout
     while True:
@@ -194,7 +335,7 @@ async def _wait_group(pgid: int, proc: asyncio.subprocess.Process | None, timeou
 
 
 async def terminate_group(
-    pgid: int, *, grace: float = 5.0, proc: asyncio.subprocess.Process | None = None
+    pgid: int, *, grace: float = 5.0, proc: _HasReturncode | None = None
 ) -> None:
     """SIGTERM the whole group, wait up to ``grace`` s, then SIGKILL what remains.
 
@@ -268,22 +409,3 @@ def kill_orphan_group(
     while not _gone() and time.monotonic() < deadline:
         time.sleep(_POLL_INTERVAL)
     return killed_group or bool(targets)
-
-
-async def wait_leader(proc: asyncio.subprocess.Process, poll: float = 0.1) -> int:
-    """The leader's exit code, without waiting for its pipes to close.
-
-    ``Process.wait()`` also waits until every pipe is closed, so a background job that keeps
-    stdout open would hold it forever. The usual case (pipes close at exit) returns at once;
-    otherwise the exit code the child watcher recorded is noticed within ``poll`` seconds.
-    """
-    waiter = asyncio.ensure_future(proc.wait())
-    try:
-        while True:
-            done, _ = await asyncio.wait({waiter}, timeout=poll)
-            if done:
-                return waiter.result()
-            if proc.returncode is not None:
-                return proc.returncode
-    finally:
-        waiter.cancel()

@@ -25,7 +25,13 @@ from typing import Any
 from tui.agents.base import Adapter, AdapterError, RunResult
 from tui.engine.clock import Clock, RealClock
 from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
-from tui.engine.procs import ProcIdentity, kill_orphan_group, proc_start_time, terminate_group
+from tui.engine.procs import (
+    Child,
+    ProcIdentity,
+    kill_orphan_group,
+    proc_start_time,
+    terminate_group,
+)
 from tui.engine.retry import retry_delay
 from tui.model.duration import format_duration
 from tui.model.output_format import OutputFormatError, parse_output
@@ -67,8 +73,8 @@ class _Run:
     attempt: int
     seq: int = 0
     raw_seq: int = 0
-    proc: asyncio.subprocess.Process | None = None
-    ident: ProcIdentity | None = None
+    proc: Child | None = None
+    recorded: asyncio.Future[None] | None = None  # the process stored in its run row
     kill_reason: str = ""  # "timeout" | "cancel" | "shutdown"
     runner: asyncio.Task[None] | None = None
     # The timeout counts only while the agent works, not while it waits on a human:
@@ -162,11 +168,14 @@ class _Ctx:
             self._session_id = session_id
             await self._engine.store.set_run_session(self._run.run_id, session_id)
 
-    async def process_started(self, proc: asyncio.subprocess.Process, ident: ProcIdentity) -> None:
+    async def process_started(self, proc: Child) -> None:
         self._run.proc = proc
-        self._run.ident = ident
-        await self._engine.store.set_run_process(
-            self._run.run_id, ident.pid, ident.pgid, ident.start_time
+        # Stored for crash recovery while the agent gets on with its work: nothing waits for
+        # it but the end of the run, which is stored after it.
+        self._run.recorded = asyncio.ensure_future(
+            self._engine.store.set_run_process(
+                self._run.run_id, proc.pid, proc.pid, lambda: proc.identity().start_time
+            )
         )
 
 
@@ -777,8 +786,9 @@ class Engine:
                 next_due = rec.retry_at
         return next_due
 
-    def _slots_free(self, agent_type: str) -> bool:
-        if len(self._running) >= self.concurrency:
+    def _slots_free(self, agent_type: str, picked: Sequence[TaskRecord] = ()) -> bool:
+        """Whether one more ``agent_type`` task may start, counting those being started."""
+        if len(self._running) + len(picked) >= self.concurrency:
             return False
         limit = self.agent_limits.get(agent_type)
         if limit is None:
@@ -788,21 +798,32 @@ class Engine:
             for r in self._running.values()
             if self._tasks[r.task_id].task.agent.type == agent_type
         )
+        busy += sum(1 for rec in picked if rec.task.agent.type == agent_type)
         return busy < limit
 
     async def _start_runnable(self) -> None:
         held: list[tuple[int, int, str]] = []  # queued behind a per-agent limit
-        while self._queue and len(self._running) < self.concurrency:
+        picked: list[TaskRecord] = []
+        while self._queue and len(self._running) + len(picked) < self.concurrency:
             item = heapq.heappop(self._queue)
             rec = self._tasks.get(item[2])
             if rec is None or rec.state != State.QUEUED or rec.id in self._running:
                 continue
-            if not self._slots_free(rec.task.agent.type):
+            if any(p is rec for p in picked):  # queued twice (retried while queued)
+                continue
+            if not self._slots_free(rec.task.agent.type, picked):
                 held.append(item)
                 continue
-            await self._start(rec)
+            picked.append(rec)
         for item in held:
             heapq.heappush(self._queue, item)
+        # Started together, so their store calls share one round trip; a slot is taken only
+        # once its run is stored, and nothing else starts tasks meanwhile (this loop is the
+        # only caller, and it waits here).
+        if len(picked) == 1:
+            await self._start(picked[0])
+        elif picked:
+            await asyncio.gather(*(self._start(rec) for rec in picked))
 
     async def _start(self, rec: TaskRecord) -> None:
         began = await self.store.start_run(rec.id, self.id)
@@ -841,8 +862,8 @@ class Engine:
         finally:
             if watchdog:
                 watchdog.cancel()
-            if run.ident is not None:
-                await terminate_group(run.ident.pgid, grace=0.5)
+            if run.proc is not None:
+                await terminate_group(run.proc.pid, grace=0.5)
         await self._finish(rec, run, result)
 
     def _context(self, run: _Run, rec: TaskRecord, began: RunStart) -> _Ctx:
@@ -876,6 +897,11 @@ class Engine:
         if error and outcome != State.COMPLETED:
             await self._buffer_output(run, STDERR, [f"[tui] {error}"])
         await self._flush_output()
+        if run.recorded is not None:
+            try:
+                await run.recorded
+            except Exception:  # the run row lacks its pid; recovery then leaves it alone
+                log.exception("could not store the process of run %s", run.run_id)
         await self.store.end_run(
             run.run_id,
             outcome=outcome.value,
@@ -922,8 +948,8 @@ class Engine:
         await self._kill(run)
 
     async def _kill(self, run: _Run) -> None:
-        if run.ident is not None:
-            await terminate_group(run.ident.pgid, grace=self.kill_grace, proc=run.proc)
+        if run.proc is not None:
+            await terminate_group(run.proc.pid, grace=self.kill_grace, proc=run.proc)
         elif run.runner is not None and not run.runner.done():
             run.runner.cancel()
 

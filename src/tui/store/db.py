@@ -10,6 +10,7 @@ order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -429,14 +430,19 @@ class Store:
         return await self._call(tx)
 
     async def set_run_process(
-        self, run_id: int, pid: int, pgid: int, proc_start: int | None
+        self, run_id: int, pid: int, pgid: int, proc_start: int | Callable[[], int | None] | None
     ) -> None:
-        args = (pid, pgid, proc_start, run_id)
-        await self._call(
-            lambda t: t.db.execute(
-                "UPDATE runs SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?", args
+        """Record a run's process. ``proc_start`` may be a function: it is then called in the
+        database thread (reading /proc for a child still in exec can wait a millisecond)."""
+
+        def tx(t: _Tx) -> None:
+            start = proc_start() if callable(proc_start) else proc_start
+            t.db.execute(
+                "UPDATE runs SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?",
+                (pid, pgid, start, run_id),
             )
-        )
+
+        await self._call(tx)
 
     async def set_run_session(self, run_id: int, session_id: str) -> None:
         args = (session_id, run_id)
@@ -864,25 +870,73 @@ class Store:
 def _in_thread(
     conn: aiosqlite.Connection, jobs: list[tuple[Callable[[_Tx], Any], bool]]
 ) -> list[tuple[bool, Any, list[EventRecord]]]:
-    """Run each job in its own transaction: (ok, result or exception, journal rows)."""
+    """Run the jobs in call order: (ok, result or exception, journal rows) for each.
+
+    Group commit: consecutive writes share one transaction, each inside its own savepoint, so
+    a job that fails takes back only its own changes, and every job still checks what it
+    changes inside a transaction (nobody else writes between BEGIN IMMEDIATE and COMMIT).
+    A commit per job cost more than the jobs themselves. No caller hears of its result
+    before the commit (results go back only when the whole batch is done).
+    """
+    db = conn._conn
     out: list[tuple[bool, Any, list[EventRecord]]] = []
-    for fn, write in jobs:
-        t = _Tx(conn._conn)
+    group: list[int] = []  # indexes in ``out`` of the writes in the open transaction
+
+    def commit() -> None:
+        if not db.in_transaction:
+            return
         try:
-            if not write:
-                out.append((True, fn(t), []))
-                continue
-            t.db.execute("BEGIN IMMEDIATE")
+            db.execute("COMMIT")
+        except Exception as e:  # nothing of the group is stored: each of them failed
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            for i in group:
+                out[i] = (False, e, [])
+        group.clear()
+
+    def undo(error: BaseException) -> None:
+        """Take back the failed job's changes; if SQLite already ended the transaction
+        (some errors roll it all back), the group's earlier jobs are lost with it."""
+        try:
+            db.execute("ROLLBACK TO job")
+            db.execute("RELEASE job")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            for i in group:
+                out[i] = (False, error, [])
+            group.clear()
+
+    for fn, write in jobs:
+        t = _Tx(db)
+        if not write:
+            commit()  # a read-only job may open its own transaction (_setup does)
             try:
-                result = fn(t)
-            except BaseException:
-                t.db.execute("ROLLBACK")
-                raise
-            t.db.execute("COMMIT")
-        except Exception as e:
+                out.append((True, fn(t), []))
+            except Exception as e:
+                out.append((False, e, []))
+            continue
+        try:
+            if not db.in_transaction:
+                db.execute("BEGIN IMMEDIATE")
+            db.execute("SAVEPOINT job")
+        except Exception as e:  # could not even start (locked for too long, disk gone)
+            commit()
             out.append((False, e, []))
             continue
+        try:
+            result = fn(t)
+        except BaseException as e:
+            undo(e)
+            if not isinstance(e, Exception):
+                commit()
+                raise
+            out.append((False, e, []))
+            continue
+        db.execute("RELEASE job")
+        group.append(len(out))
         out.append((True, result, t.events))
+    commit()
     return out
 
 
