@@ -8,6 +8,9 @@ store: every transition committed to SQLite) with, measured in the same run:
   its own shell interpreter (mvdan/sh), where ``true`` is a builtin: nothing is forked. The
   ``go-task-exec`` row runs ``/bin/true`` instead, so every task forks a process like tui's.
 * xargs: ``xargs -P C`` running ``true`` N times (one fork/exec per task, no bookkeeping).
+* xargs-bash: the same with ``bash -c true``: what starting the configured shell for every
+  task costs on its own (tui's shell agent runs each script with bash), with no bookkeeping
+  at all. No runner that starts a shell per task can beat this row.
 
 Each command runs ``--repeat`` times; the median is reported. Target: tui <= 1.5x go-task.
 """
@@ -147,6 +150,14 @@ def main() -> int:
 
     med, samples = repeat_median(ns.repeat, xargs_once, "xargs -P")
     results["xargs"] = {"median_s": med, "samples": samples}
+
+    def xargs_bash_once(_i: int) -> float:
+        with inp.open("rb") as f:
+            argv = ["xargs", "-P", str(conc), "-n", "1", "bash", "-c", "true"]
+            return timed(argv, stdin=f)
+
+    med, samples = repeat_median(ns.repeat, xargs_bash_once, "xargs -P bash -c true")
+    results["xargs-bash"] = {"median_s": med, "samples": samples}
 
     # -- report ------------------------------------------------------------------------------
     tui_s = results["tui"]["median_s"]

@@ -9,7 +9,7 @@ import pytest
 
 from tui.model.states import State
 from tui.model.task import Task
-from tui.store.db import Store, StoreError
+from tui.store.db import Move, Store, StoreError
 from tui.store.records import EventRecord
 
 
@@ -55,3 +55,41 @@ async def test_a_caller_cancelled_while_waiting_for_its_turn_changes_nothing(
         await second
     rec = await store.get_task(t.id)
     assert rec is not None and rec.state == State.QUEUED
+
+
+async def test_a_run_ends_and_its_task_moves_in_one_transaction(store: Store) -> None:
+    seen: list[EventRecord] = []
+    store.on_event = seen.append
+    t = _task("a")
+    await store.insert_tasks([t], approved=True)
+    assert await store.transition(t.id, State.PENDING, State.QUEUED)
+    began = await store.start_run(t.id, "engine")
+    assert began is not None
+    done = Move(t.id, State.RUNNING, State.COMPLETED, "exit code 0")
+    assert await store.end_run(began.run_id, outcome="COMPLETED", exit_code=0, then=done)
+    rec = await store.get_task(t.id)
+    assert rec is not None and rec.state == State.COMPLETED
+    (run,) = await store.runs(t.id)
+    assert run.ended_at is not None and run.exit_code == 0
+    # The run's end comes first in the journal, the state right after it.
+    assert [(ev.kind, ev.to_state) for ev in seen[-2:]] == [
+        ("run_ended", None),
+        ("state", "COMPLETED"),
+    ]
+    assert seen[-1].id == seen[-2].id + 1
+
+
+async def test_a_refused_move_still_ends_the_run(store: Store) -> None:
+    t = _task("a")
+    await store.insert_tasks([t], approved=True)
+    assert await store.transition(t.id, State.PENDING, State.QUEUED)
+    began = await store.start_run(t.id, "engine")
+    assert began is not None
+    # Someone else got there first: the task is no longer RUNNING.
+    assert await store.transition(t.id, State.RUNNING, State.CANCELLED, "cancelled by user")
+    late = Move(t.id, State.RUNNING, State.COMPLETED, "exit code 0")
+    assert not await store.end_run(began.run_id, outcome="COMPLETED", exit_code=0, then=late)
+    rec = await store.get_task(t.id)
+    assert rec is not None and rec.state == State.CANCELLED
+    (run,) = await store.runs(t.id)
+    assert run.ended_at is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import time
@@ -51,25 +52,52 @@ def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
 
 def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
     if as_json:
-        print(
-            json.dumps(
-                {
-                    "at": ev.at,
-                    "task_id": ev.task_id,
-                    "name": name,
-                    "from": ev.from_state,
-                    "to": ev.to_state,
-                    "reason": ev.reason,
-                }
-            ),
-            flush=True,
+        line = json.dumps(
+            {
+                "at": ev.at,
+                "task_id": ev.task_id,
+                "name": name,
+                "from": ev.from_state,
+                "to": ev.to_state,
+                "reason": ev.reason,
+            }
         )
-        return
-    stamp = time.strftime("%H:%M:%S", time.localtime(ev.at))
-    frm = ev.from_state or "new"
-    reason = f"  {ev.reason}" if ev.reason else ""
-    print(f"{stamp} {name:<24} {frm:>15} → {ev.to_state:<15}{reason}", flush=True)
+    else:
+        stamp = time.strftime("%H:%M:%S", time.localtime(ev.at))
+        frm = ev.from_state or "new"
+        reason = f"  {ev.reason}" if ev.reason else ""
+        line = f"{stamp} {name:<24} {frm:>15} → {ev.to_state:<15}{reason}"
+    _lines.add(line)
+
+
+class _LineBatch:
+    """stdout lines written once per event-loop turn: a burst of transitions is one write,
+    yet each line is out before the loop next waits (a person watching sees it at once)."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+
+    def add(self, line: str) -> None:
+        if not self._lines:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # no loop: write it now
+                print(line, flush=True)
+                return
+        self._lines.append(line)
+
+    def flush(self) -> None:
+        if self._lines:
+            text = "\n".join(self._lines) + "\n"
+            self._lines.clear()
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+
+_lines = _LineBatch()
+flush_transitions = _lines.flush
 
 
 def err(message: str) -> None:
+    _lines.flush()  # what happened before the message is printed before it
     print(f"tui: {message}", file=sys.stderr)

@@ -9,7 +9,13 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from tui.cli.common import engine_settings, err, open_store, print_transition
+from tui.cli.common import (
+    engine_settings,
+    err,
+    flush_transitions,
+    open_store,
+    print_transition,
+)
 from tui.daemon.lifecycle import attach
 from tui.daemon.remote import RemoteEngine
 from tui.engine.client import InboxClient, live_engine_pid
@@ -128,6 +134,7 @@ async def _print_events(engine: Engine, since: Cursor, as_json: bool) -> None:
 
 
 def _summary(records: Sequence[TaskRecord | None]) -> int:
+    flush_transitions()
     counts: dict[str, int] = {}
     for r in records:
         if r is not None:

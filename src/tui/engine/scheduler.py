@@ -18,7 +18,15 @@ import random
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +46,7 @@ from tui.model.output_format import OutputFormatError, parse_output
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import Task, priority_rank
 from tui.store.chunks import ChunkRow, make_chunks
-from tui.store.db import Store, StoreError, waiting_reason
+from tui.store.db import Move, Store, StoreError, waiting_reason
 from tui.store.records import (
     RAW,
     STDERR,
@@ -187,7 +195,7 @@ class Engine:
         concurrency: int = 4,
         agent_limits: dict[str, int] | None = None,
         auto_approve: bool = True,
-        adapters: dict[str, Adapter] | None = None,
+        adapters: Mapping[str, Adapter] | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
         kill_grace: float = 5.0,
@@ -671,13 +679,19 @@ class Engine:
     ) -> bool:
         ok = await self.store.transition(rec.id, expected, to, reason, **updates)
         if ok:
-            rec.state, rec.reason = to, reason
-            for k, v in updates.items():
-                if hasattr(rec, k):
-                    setattr(rec, k, v)
-            self._track_retry(rec)
-            await self._changed_now()
+            await self._moved(rec, to, reason, updates)
         return ok
+
+    async def _moved(
+        self, rec: TaskRecord, to: State, reason: str, updates: dict[str, Any]
+    ) -> None:
+        """The store made the transition: memory follows."""
+        rec.state, rec.reason = to, reason
+        for k, v in updates.items():
+            if hasattr(rec, k):
+                setattr(rec, k, v)
+        self._track_retry(rec)
+        await self._changed_now()
 
     def _track_retry(self, rec: TaskRecord) -> None:
         """Keep the set of tasks with a pending automatic retry (scanned on every wake)."""
@@ -719,6 +733,12 @@ class Engine:
 
     async def _after_attempt(self, rec: TaskRecord, outcome: State, reason: str) -> None:
         """RUNNING → outcome, scheduling an automatic retry when the policy allows one."""
+        move, retrying = self._attempt_move(rec, outcome, reason)
+        if await self._move(rec, move.expected, move.to, move.reason, **move.updates):
+            await self._attempt_moved(rec, outcome, retrying)
+
+    def _attempt_move(self, rec: TaskRecord, outcome: State, reason: str) -> tuple[Move, bool]:
+        """Where a finished attempt goes, and whether an automatic retry is scheduled."""
         updates: dict[str, Any] = {}
         retrying = (
             outcome in (State.FAILED, State.TIMED_OUT)
@@ -731,8 +751,9 @@ class Engine:
                 f"{reason}; retry {rec.attempt_in_round + 1}/{rec.task.retry.max_attempts}"
                 f" in {format_duration(round(delay, 1))}"
             )
-        if not await self._move(rec, (State.RUNNING, State.READY), outcome, reason, **updates):
-            return
+        return Move(rec.id, (State.RUNNING, State.READY), outcome, reason, updates), retrying
+
+    async def _attempt_moved(self, rec: TaskRecord, outcome: State, retrying: bool) -> None:
         if outcome == State.COMPLETED:
             await self._dependents_may_run(rec)
         elif not retrying and outcome in UNSUCCESSFUL:
@@ -902,7 +923,12 @@ class Engine:
                 await run.recorded
             except Exception:  # the run row lacks its pid; recovery then leaves it alone
                 log.exception("could not store the process of run %s", run.run_id)
-        await self.store.end_run(
+        review = outcome == State.COMPLETED and rec.task.review
+        # The run's end and the task's next state share one transaction (and round trip).
+        move, retrying = (
+            (None, False) if review else self._attempt_move(rec, outcome, error or "exit code 0")
+        )
+        moved = await self.store.end_run(
             run.run_id,
             outcome=outcome.value,
             exit_code=result.exit_code,
@@ -911,15 +937,18 @@ class Engine:
             tokens_in=result.tokens_in,
             tokens_out=result.tokens_out,
             session_id=result.session_id,
+            then=move,
         )
         rec.cost_usd += result.cost_usd
         rec.tokens_in += result.tokens_in
         rec.tokens_out += result.tokens_out
         self._running.pop(rec.id, None)
-        if outcome == State.COMPLETED and rec.task.review:
+        if review:
             await self._raise(None, "review", {"result": result.result or ""}, rec=rec)
             return
-        await self._after_attempt(rec, outcome, error or "exit code 0")
+        if moved and move is not None:
+            await self._moved(rec, move.to, move.reason, move.updates)
+            await self._attempt_moved(rec, outcome, retrying)
         if outcome == State.CANCELLED:
             await self._cascade_failure(rec)
         await self._changed_now()

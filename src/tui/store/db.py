@@ -16,6 +16,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
@@ -284,28 +285,10 @@ class Store:
         Returns False (and changes nothing) when another writer got there first or the state
         table forbids the move. ``updates`` sets other task columns in the same transaction.
         """
-        allowed = {expected} if isinstance(expected, State) else set(expected)
         now = time.time()
-
-        def tx(t: _Tx) -> bool:
-            row = t.one("SELECT state FROM tasks WHERE id = ?", (task_id,))
-            if not row:
-                return False
-            current = State(row[0])
-            if current not in allowed or not valid_transition(current, to):
-                return False
-            cols = {"state": to.value, "reason": reason, "updated_at": now, **updates}
-            sets = ", ".join(f"{k} = ?" for k in cols)
-            cur = t.db.execute(
-                f"UPDATE tasks SET {sets} WHERE id = ? AND state = ?",
-                (*cols.values(), task_id, current.value),
-            )
-            if cur.rowcount != 1:
-                return False
-            t.event(task_id, "state", current, to, reason, None, now)
-            return True
-
-        return await self._call(tx)
+        return await self._call(
+            lambda t: _transition(t, task_id, expected, to, reason, updates, now)
+        )
 
     async def update_task(self, task_id: str, **cols: Any) -> None:
         """Change non-state columns (approval flag, retry time, totals)."""
@@ -461,15 +444,24 @@ class Store:
         tokens_in: int = 0,
         tokens_out: int = 0,
         session_id: str = "",
-    ) -> None:
-        """Close a run and add its cost and tokens to the task's totals."""
+        then: Move | None = None,
+    ) -> bool:
+        """Close a run and add its cost and tokens to the task's totals; with ``then``, also
+        make that transition in the same transaction (one round trip where two were).
+        Returns whether ``then`` happened (False without one)."""
         now = time.time()
 
-        def tx(t: _Tx) -> None:
+        def tx(t: _Tx) -> bool:
             row = t.one("SELECT task_id, ended_at FROM runs WHERE id = ?", (run_id,))
-            if not row or row[1] is not None:
-                return
-            task_id = row[0]
+            if row and row[1] is None:
+                close(t, row[0])
+            if then is None:
+                return False
+            return _transition(
+                t, then.task_id, then.expected, then.to, then.reason, then.updates, now
+            )
+
+        def close(t: _Tx, task_id: str) -> None:
             t.db.execute(
                 "UPDATE runs SET ended_at = ?, outcome = ?, exit_code = ?, error = ?, cost_usd = ?,"
                 " tokens_in = ?, tokens_out = ?,"
@@ -504,7 +496,7 @@ class Store:
             }
             t.event(task_id, "run_ended", None, None, outcome, data, now)
 
-        await self._call(tx)
+        return await self._call(tx)
 
     async def runs(self, task_id: str | None = None, *, open_only: bool = False) -> list[RunRecord]:
         sql = f"SELECT {_RUN_COLS} FROM runs WHERE 1=1"
@@ -865,6 +857,46 @@ class Store:
         if not row or row[0] is None:
             return None
         return bool(row[1]), row[2] or ""
+
+
+@dataclass(frozen=True)
+class Move:
+    """A compare-and-set transition to make along with another write."""
+
+    task_id: str
+    expected: State | Collection[State]
+    to: State
+    reason: str = ""
+    updates: dict[str, Any] = field(default_factory=dict)
+
+
+def _transition(
+    t: _Tx,
+    task_id: str,
+    expected: State | Collection[State],
+    to: State,
+    reason: str,
+    updates: dict[str, Any],
+    now: float,
+) -> bool:
+    """Compare-and-set inside the caller's transaction: see :meth:`Store.transition`."""
+    allowed = {expected} if isinstance(expected, State) else set(expected)
+    row = t.one("SELECT state FROM tasks WHERE id = ?", (task_id,))
+    if not row:
+        return False
+    current = State(row[0])
+    if current not in allowed or not valid_transition(current, to):
+        return False
+    cols = {"state": to.value, "reason": reason, "updated_at": now, **updates}
+    sets = ", ".join(f"{k} = ?" for k in cols)
+    cur = t.db.execute(
+        f"UPDATE tasks SET {sets} WHERE id = ? AND state = ?",
+        (*cols.values(), task_id, current.value),
+    )
+    if cur.rowcount != 1:
+        return False
+    t.event(task_id, "state", current, to, reason, None, now)
+    return True
 
 
 def _in_thread(
