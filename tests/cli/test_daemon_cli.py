@@ -93,3 +93,25 @@ def test_a_run_through_the_daemon_prints_every_transition(tui: Tui) -> None:
         "RUNNING",
         "COMPLETED",
     ], res.stdout
+
+
+def test_run_manual_approve_through_the_daemon_waits_for_approval(tui: Tui) -> None:
+    assert tui("daemon", "start").returncode == 0  # auto-approves what it is given
+    pid = status(tui)["pid"]
+    f = write_tasks(tui.dir / "t.yaml", shell_task("gated", "echo approved-and-ran"))
+    run = tui.popen("run", str(f), "--manual-approve", "--concurrency", "2")
+    wait_until(lambda: tui.state_of("gated") == "PENDING", "task stored", proc=run)
+    assert tui.by_name()["gated"]["attempts"] == 0
+    assert run.poll() is None, "tui run ended while its task still waits for approval"
+
+    res = tui("approve", "gated")
+    assert res.returncode == 0, str(res)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert tui.state_of("gated") == "COMPLETED"
+    assert "PENDING → QUEUED" in " ".join(out.split())
+    # The daemon keeps its own concurrency, and says so rather than ignore the flag quietly.
+    assert (
+        f"--concurrency only applies to an engine this command starts; the tui daemon (pid {pid})"
+        in err
+    )

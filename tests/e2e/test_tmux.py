@@ -130,8 +130,11 @@ def test_the_ssh_link_drops_and_the_run_goes_on(tmux: Tmux, tmp_path: Path) -> N
     )
     assert "long-build" in status.stdout, status.stdout + status.stderr
 
-    tmux("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", command.replace(str(tasks), ""))
+    # Reopened with a setting the running daemon cannot take: the app says so.
+    reopen = command.replace(str(tasks), "--concurrency 2")
+    tmux("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", reopen)
     wait(lambda: "long-build" in tmux.screen(), "the task after reopening")
+    wait(lambda: "--concurrency only" in tmux.screen(), "the notice that the daemon keeps its own")
     wait(lambda: "first half" in tmux.screen(), "the output it printed while nobody watched")
     gate.touch()
     wait(lambda: "✓ done" in tmux.screen(), "the list to show it done")

@@ -183,6 +183,26 @@ async def test_manual_approval_keeps_tasks_pending(store: Store) -> None:
         await engine.wait_settled([t.id])
 
 
+async def test_a_submission_can_ask_for_manual_approval_of_its_own_tasks(store: Store) -> None:
+    agent = GatedAdapter()
+    async with Engine(store, adapters={"claude": agent}) as engine:  # auto-approves
+        gated, free = fake_task("gated"), fake_task("free")
+        ok, _ = await engine.dispatch(
+            "submit", {"tasks": [gated.model_dump(mode="json")], "approved": False}
+        )
+        assert ok
+        await engine.submit([free])
+        assert await next_started(agent) == "free"
+        assert (await engine.get(gated.id)).state == State.PENDING  # type: ignore[union-attr]
+        agent.finish("free")
+        await engine.approve(gated.id)
+        assert await next_started(agent) == "gated"
+        agent.finish("gated")
+        await engine.wait_settled([gated.id, free.id])
+        bad = await engine.dispatch("submit", {"tasks": [], "approved": "no"})
+        assert bad == (False, "malformed submit command: approved must be true, false or absent")
+
+
 async def test_event_stream_replays_then_goes_live_without_gap_or_duplicate(
     store: Store,
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -74,12 +74,14 @@ class TuiApp(App[None]):
         remember_theme: bool = True,
         toasts: bool = True,
         fit_terminal_colors: bool = False,
+        notices: Sequence[str] = (),
     ) -> None:
         """``engine`` is an in-process engine or the daemon's (``RemoteEngine``), or a factory
         of either that the app awaits (and stops or detaches from on exit) when it should own
         that life in its own event loop. ``fit_terminal_colors`` starts on the high-contrast
         theme when the terminal has only 16 colours and the user chose no theme (the real app
-        does; tests and benchmarks keep the default theme)."""
+        does; tests and benchmarks keep the default theme). ``notices`` are shown once the app
+        is up (what the command line could not do, say)."""
         super().__init__()
         given = hasattr(engine, "events")
         self._engine_factory = None if given else engine
@@ -100,6 +102,7 @@ class TuiApp(App[None]):
         self._status_text = ""
         self._selected: str | None = None
         self._keymap_problems = [f"{i}; settings left as default" for i in config_issues]
+        self._notices = list(notices)
         if keymap is None:
             keymap, problems = keymap_from(settings.keys)
             self._keymap_problems += problems
@@ -183,7 +186,7 @@ class TuiApp(App[None]):
     def on_ready(self) -> None:
         for error in self._theme_errors:
             self.notify(f"theme not loaded: {error}", severity="warning", timeout=8)
-        for problem in self._keymap_problems:
+        for problem in [*self._keymap_problems, *self._notices]:
             self.notify(problem, severity="warning", timeout=8)
 
     def watch_theme(self, theme: str) -> None:

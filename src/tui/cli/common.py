@@ -50,6 +50,24 @@ def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
     return concurrency, args.shell or settings.shell or DEFAULT_SHELL
 
 
+DAEMON_SETTINGS = "to change them: `tui daemon stop`, then `tui daemon start` with them"
+
+
+def ignored_settings(
+    args: argparse.Namespace, engine: str, change: str = DAEMON_SETTINGS
+) -> str | None:
+    """What to tell the user when --concurrency / --shell were given but cannot apply, because
+    ``engine`` (another process's) already schedules the database; None when none were."""
+    given = [f"--{name}" for name in ("concurrency", "shell") if getattr(args, name, None)]
+    if not given:
+        return None
+    verb = "applies" if len(given) == 1 else "apply"
+    return (
+        f"{' and '.join(given)} only {verb} to an engine this command starts; {engine} "
+        f"keeps its own ({change})"
+    )
+
+
 def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
     if as_json:
         line = json.dumps(

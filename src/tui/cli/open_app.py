@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from tui.cli.common import db_path, engine_settings, err, open_store
+from tui.cli.common import db_path, engine_settings, err, ignored_settings, open_store
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
 from tui.engine.client import live_engine_pid
 from tui.model.loader import load_task_files
@@ -25,20 +25,27 @@ async def cmd_open(args: argparse.Namespace) -> int:
     db = db_path(args.db)
     async with open_store(args.db) as store:
         pid = await live_engine_pid(store)
-        if pid is not None and await attach(db) is None:
-            err(
-                f"a `tui run` (pid {pid}) is scheduling {store.path} in the foreground; "
-                "watch it with `tui ls` / `tui logs -f`, or stop it and run `tui`"
-            )
-            return 1
         tasks = _load(args, await store.all_ids())
-    remote = await ensure(db, concurrency=args.concurrency, shell=args.shell)
+    # An engine runs: the daemon (attach to it) or a foreground `tui run` (nothing to attach to).
+    remote = await attach(db) if pid is not None else None
+    if pid is not None and remote is None:
+        err(
+            f"a `tui run` (pid {pid}) is scheduling {db} in the foreground; "
+            "watch it with `tui ls` / `tui logs -f`, or stop it and run `tui`"
+        )
+        return 1
+    notices: list[str] = []
+    if remote is None:
+        remote = await ensure(db, concurrency=args.concurrency, shell=args.shell)
+    elif ignored := ignored_settings(args, f"the tui daemon (pid {remote.pid})"):
+        notices.append(ignored)
     try:
         if tasks:
             await remote.submit(tasks)
         from tui.app.tui_app import TuiApp
 
-        await TuiApp(remote, fit_terminal_colors=True).run_async(mouse=not args.no_mouse)
+        app = TuiApp(remote, fit_terminal_colors=True, notices=notices)
+        await app.run_async(mouse=not args.no_mouse)
     finally:
         await remote.aclose()
     return 0

@@ -13,6 +13,7 @@ from tui.cli.common import (
     engine_settings,
     err,
     flush_transitions,
+    ignored_settings,
     open_store,
     print_transition,
 )
@@ -65,15 +66,23 @@ async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -
     """Run ``tasks`` (and what the database left unfinished) until final: here, or through the
     engine another process (the daemon, a `tui run`) runs on this database. ``args``:
     concurrency, shell, manual_approve, json."""
+    # New tasks wait for `tui approve` with --manual-approve, whoever runs them.
+    approved = False if args.manual_approve else None
     remote = await attach(store.path)
     if remote is not None:
         try:
-            return await _run_via_daemon(remote, tasks, args.json)
+            if ignored := ignored_settings(args, f"the tui daemon (pid {remote.pid})"):
+                err(ignored)
+            return await _run_via_daemon(remote, tasks, args.json, approved)
         finally:
             await remote.aclose()
     pid = await live_engine_pid(store)
     if pid is not None:
-        return await _run_via_engine(store, pid, tasks, args.json)
+        if ignored := ignored_settings(
+            args, f"the engine already running (pid {pid})", "until that `tui run` ends"
+        ):
+            err(ignored)
+        return await _run_via_engine(store, pid, tasks, args.json, approved)
     concurrency, shell = engine_settings(args)
     engine = Engine(
         store, concurrency=concurrency, auto_approve=not args.manual_approve, shell=shell
@@ -146,12 +155,14 @@ def _summary(records: Sequence[TaskRecord | None]) -> int:
     return 0 if ok else 1
 
 
-async def _run_via_daemon(remote: RemoteEngine, tasks: list[Task], as_json: bool) -> int:
+async def _run_via_daemon(
+    remote: RemoteEngine, tasks: list[Task], as_json: bool, approved: bool | None
+) -> int:
     """The daemon schedules this database: hand it the tasks and follow them to the end.
     Ctrl-C only stops watching; the daemon keeps running them."""
     since = remote.cursor
     if tasks:
-        scope = set(await remote.submit(tasks))
+        scope = set(await remote.submit(tasks, approved))
         err(f"submitted {len(scope)} task(s) to the tui daemon (pid {remote.pid})")
     else:
         scope = {r.id for r in await remote.list_tasks() if not r.settled}
@@ -196,7 +207,9 @@ async def _follow(
     return []
 
 
-async def _run_via_engine(store: Store, pid: int, tasks: list[Task], as_json: bool) -> int:
+async def _run_via_engine(
+    store: Store, pid: int, tasks: list[Task], as_json: bool, approved: bool | None
+) -> int:
     """Another process schedules this database: hand it the tasks and watch them finish."""
     if not tasks:
         err(
@@ -206,7 +219,7 @@ async def _run_via_engine(store: Store, pid: int, tasks: list[Task], as_json: bo
         return 1
     client = InboxClient(store, pid)
     since = (await store.cursor())[0]
-    ids = set(await client.submit(tasks))
+    ids = set(await client.submit(tasks, approved))
     print(f"submitted {len(ids)} task(s) to the engine (pid {pid})", file=sys.stderr)
     names = {t.id: t.name for t in tasks}
     while True:

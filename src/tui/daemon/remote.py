@@ -180,9 +180,9 @@ class RemoteEngine(CommandClient):
             raise EngineError(reply["text"])
         return reply["text"]
 
-    async def submit(self, tasks: list[Task]) -> list[str]:
+    async def submit(self, tasks: list[Task], approved: bool | None = None) -> list[str]:
         # The daemon may run in another directory: pin relative project dirs to ours.
-        return await super().submit([_pinned(t, Path.cwd()) for t in tasks])
+        return await super().submit([_pinned(t, Path.cwd()) for t in tasks], approved)
 
     async def shutdown(self) -> None:
         await self.request("shutdown")

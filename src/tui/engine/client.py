@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 from tui.engine.procs import proc_start_time
-from tui.engine.scheduler import Engine, EngineError
+from tui.engine.scheduler import Engine, EngineError, live_engine_pid
 from tui.model.task import Task
 from tui.store.db import Store
 
@@ -24,7 +24,7 @@ REPLY_TIMEOUT = 30.0
 
 
 class EngineClient(Protocol):
-    async def submit(self, tasks: list[Task]) -> list[str]: ...
+    async def submit(self, tasks: list[Task], approved: bool | None = None) -> list[str]: ...
     async def approve(self, task_id: str) -> str: ...
     async def cancel(self, task_id: str) -> str: ...
     async def retry(self, task_id: str) -> str: ...
@@ -41,8 +41,11 @@ class CommandClient:
     async def _call(self, kind: str, payload: dict[str, Any]) -> str:
         raise NotImplementedError
 
-    async def submit(self, tasks: list[Task]) -> list[str]:
-        reply = await self._call("submit", {"tasks": [t.model_dump(mode="json") for t in tasks]})
+    async def submit(self, tasks: list[Task], approved: bool | None = None) -> list[str]:
+        payload: dict[str, Any] = {"tasks": [t.model_dump(mode="json") for t in tasks]}
+        if approved is not None:
+            payload["approved"] = approved
+        reply = await self._call("submit", payload)
         return reply.split()
 
     async def approve(self, task_id: str) -> str:
@@ -99,13 +102,6 @@ class InboxClient(CommandClient):
         if not ok:
             raise EngineError(text)
         return text
-
-
-async def live_engine_pid(store: Store) -> int | None:
-    for _id, pid, start in await store.engines():
-        if start is not None and proc_start_time(pid) == start:
-            return pid
-    return None
 
 
 async def connect(store: Store) -> EngineClient:

@@ -187,6 +187,20 @@ class _Ctx:
         )
 
 
+def _engine_alive(pid: int, start: int | None) -> bool:
+    """Whether an engine registered in the store still runs (the same process, not a reused
+    pid). An flock on top of this guards the daemon (tui.daemon.service)."""
+    return start is not None and proc_start_time(pid) == start
+
+
+async def live_engine_pid(store: Store) -> int | None:
+    """The pid of the live engine that schedules this database, if one does."""
+    for _id, pid, start in await store.engines():
+        if _engine_alive(pid, start):
+            return pid
+    return None
+
+
 class Engine:
     def __init__(
         self,
@@ -244,7 +258,7 @@ class Engine:
 
     async def start(self) -> None:
         for engine_id, pid, start in await self.store.engines():
-            if start is not None and proc_start_time(pid) == start:
+            if _engine_alive(pid, start):
                 raise EngineBusy(
                     f"another tui engine (pid {pid}) is already running tasks from "
                     f"{self.store.path}; commands go to it, or stop it first"
@@ -328,7 +342,11 @@ class Engine:
 
     # -- the command API -------------------------------------------------------------------
 
-    async def submit(self, tasks: Sequence[Task]) -> list[str]:
+    async def submit(self, tasks: Sequence[Task], approved: bool | None = None) -> list[str]:
+        """Store and schedule ``tasks``. ``approved`` overrides the engine's approval setting
+        for these tasks (False: they wait in PENDING for `tui approve`)."""
+        if approved is None:
+            approved = self.auto_approve
         known = set(self._tasks) | {t.id for t in tasks}
         for t in tasks:
             missing = [d for d in t.depends_on if d not in known]
@@ -336,7 +354,7 @@ class Engine:
                 raise EngineError(f"task {t.name!r} depends on unknown task ids: {missing}")
         async with self._batch:
             try:
-                records = await self.store.insert_tasks(tasks, approved=self.auto_approve)
+                records = await self.store.insert_tasks(tasks, approved=approved)
             except StoreError as e:
                 raise EngineError(str(e)) from None
             self._index(records)
@@ -1058,7 +1076,10 @@ class Engine:
         try:
             if kind == "submit":
                 tasks = [Task.model_validate(t) for t in p["tasks"]]
-                return True, " ".join(await self.submit(tasks))
+                approved = p.get("approved")
+                if approved is not None and not isinstance(approved, bool):
+                    raise ValueError("approved must be true, false or absent")
+                return True, " ".join(await self.submit(tasks, approved))
             handler = handlers.get(kind)
             if handler is None:
                 return False, f"unknown command {kind!r}"
@@ -1069,4 +1090,4 @@ class Engine:
             return False, f"malformed {kind} command: {e}"
 
 
-__all__ = ["Engine", "EngineBusy", "EngineError", "EventRecord"]
+__all__ = ["Engine", "EngineBusy", "EngineError", "EventRecord", "live_engine_pid"]
