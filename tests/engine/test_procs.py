@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import signal
@@ -290,3 +291,64 @@ async def test_kill_orphan_group_dead_leader_uses_recorded_members() -> None:
     finally:
         _kill_leftovers([ident, *children])
         await asyncio.wait_for(_communicate(proc), 10)
+
+
+async def test_exit_is_seen_without_pidfd(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Kernels before 5.3 have no pidfd_open: a thread waits for the exit instead.
+    def no_pidfd(pid: int, flags: int = 0) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    proc = await spawn(["bash", "-c", "echo out; echo err >&2; exit 3"], cwd=None, env=None)
+    out, err = await asyncio.wait_for(_communicate(proc), 10)
+    assert (out, err, proc.returncode) == (b"out\n", b"err\n", 3)
+
+
+async def test_identity_of_a_reaped_child_is_never_alive() -> None:
+    proc = await spawn(["true"], cwd=None, env=None)
+    assert proc.identity().pid == proc.pid
+    await _communicate(proc)
+    gone = proc.identity()
+    assert gone.start_time == 0 and not identity_alive(gone)
+
+
+async def test_a_producer_faster_than_its_reader_does_not_starve_the_loop() -> None:
+    # `yes` keeps the pipe full: every read finds data at once, so only the reader itself
+    # can let other coroutines (the UI, other tasks) run between reads.
+    proc = await spawn(["yes", "x" * 1000], cwd=None, env=None)
+    ticks = 0
+    reading = True
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while reading:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    other = asyncio.ensure_future(ticker())
+    try:
+        for _ in range(200):
+            data = await proc.stdout.read(65536)
+            assert data
+            hashlib.sha256(data * 16).digest()  # the reader's own work: it falls behind
+        reading = False
+        await other
+        assert ticks >= 100
+    finally:
+        reading = False
+        await terminate_group(proc.pid, grace=1.0, proc=proc)
+        await _communicate(proc)
+
+
+async def test_closing_a_pipe_ends_the_read_waiting_on_it() -> None:
+    proc = await spawn(["sleep", "300"], cwd=None, env=None)  # prints nothing
+    try:
+        waiting = asyncio.ensure_future(proc.stdout.read(1024))
+        await asyncio.sleep(0)  # let it start waiting for data
+        assert not waiting.done()
+        proc.stdout.close()
+        assert await asyncio.wait_for(waiting, 10) == b""
+        assert await proc.stdout.read(1024) == b""
+    finally:
+        await terminate_group(proc.pid, grace=1.0, proc=proc)
+        await _communicate(proc)

@@ -131,6 +131,7 @@ class PipeReader:
     def __init__(self, fd: int) -> None:
         os.set_blocking(fd, False)
         self._fd = fd
+        self._ready: asyncio.Future[None] | None = None  # set while a read waits for data
 
     async def read(self, n: int) -> bytes:
         """Up to ``n`` bytes as soon as any are there; b"" at the end (and ever after)."""
@@ -144,23 +145,34 @@ class PipeReader:
                 data = b""
             if not data:
                 self.close()
+            else:
+                # A producer faster than us keeps the pipe from ever being empty: give the rest
+                # of the loop (other tasks, the UI) a turn after every read, as a transport would.
+                await asyncio.sleep(0)
             return data
         return b""
 
     async def _readable(self) -> None:
         loop = asyncio.get_running_loop()
-        ready = loop.create_future()
+        self._ready = ready = loop.create_future()
         loop.add_reader(self._fd, _resolve, ready)
         try:
             await ready
         finally:
+            self._ready = None
             if self._fd >= 0:
                 loop.remove_reader(self._fd)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            fd, self._fd = self._fd, -1
-            os.close(fd)
+        """Close the pipe; a read waiting on it returns b"" (the fd must leave the selector
+        first: its number will soon belong to another pipe)."""
+        if self._fd < 0:
+            return
+        fd, self._fd = self._fd, -1
+        if self._ready is not None:
+            asyncio.get_running_loop().remove_reader(fd)
+            _resolve(self._ready)
+        os.close(fd)
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:
