@@ -42,6 +42,7 @@ from tui.config.templates import (
 from tui.daemon.remote import DaemonStopped
 from tui.engine.events import Event, Notice, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
+from tui.gc_tuning import tune_gc
 from tui.model.issues import Issue, TaskFileError
 from tui.model.loader import load_task_files
 from tui.model.states import UNSUCCESSFUL, State
@@ -103,6 +104,7 @@ class TuiApp(App[None]):
         self._selected: str | None = None
         self._keymap_problems = [f"{i}; settings left as default" for i in config_issues]
         self._notices = list(notices)
+        self._untune_gc: Callable[[], None] | None = None
         if keymap is None:
             keymap, problems = keymap_from(settings.keys)
             self._keymap_problems += problems
@@ -152,6 +154,8 @@ class TuiApp(App[None]):
         await self._show_selected()
 
     async def on_unmount(self) -> None:
+        if self._untune_gc is not None:
+            self._untune_gc()
         # An engine the app made is the app's to stop, with its store (whose thread would
         # otherwise keep the process alive); a daemon's is only detached from.
         if self._engine_factory is None or self.engine is None:
@@ -184,6 +188,8 @@ class TuiApp(App[None]):
         )
 
     def on_ready(self) -> None:
+        # The app is built: keep it out of later collections, and pause less.
+        self._untune_gc = tune_gc()
         for error in self._theme_errors:
             self.notify(f"theme not loaded: {error}", severity="warning", timeout=8)
         for problem in [*self._keymap_problems, *self._notices]:

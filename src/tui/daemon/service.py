@@ -59,6 +59,7 @@ async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
     """Run the daemon until SIGTERM/SIGINT or a `shutdown` request. Returns an exit code."""
     from tui.daemon.server import DaemonServer
     from tui.engine.scheduler import Engine
+    from tui.gc_tuning import tune_gc
     from tui.store.db import Store
 
     with daemon_lock(paths):
@@ -69,9 +70,11 @@ async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
         engine = Engine(store, concurrency=concurrency, shell=shell)
         server = DaemonServer(engine, paths, stop.set)
         loop = asyncio.get_running_loop()
+        untune_gc = None
         try:
             await engine.start()  # recovers what a crashed daemon left behind
             await server.start()
+            untune_gc = tune_gc()  # started: what exists now stays; pause less at load
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
             # Detached from any terminal: a hang-up is not a reason to stop the agents.
@@ -80,6 +83,8 @@ async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
             log.info("stopping")
             await server.close("the daemon was stopped")
         finally:
+            if untune_gc is not None:
+                untune_gc()
             await engine.stop()
             await store.close()
             log.info("stopped")
