@@ -36,6 +36,7 @@ from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
 from tui.engine.procs import (
     Child,
     ProcIdentity,
+    identity_alive,
     kill_orphan_group,
     proc_start_time,
     terminate_group,
@@ -190,7 +191,7 @@ class _Ctx:
 def _engine_alive(pid: int, start: int | None) -> bool:
     """Whether an engine registered in the store still runs (the same process, not a reused
     pid). An flock on top of this guards the daemon (tui.daemon.service)."""
-    return start is not None and proc_start_time(pid) == start
+    return start is not None and identity_alive(ProcIdentity(pid, pid, start))
 
 
 async def live_engine_pid(store: Store) -> int | None:
@@ -859,10 +860,7 @@ class Engine:
         # Started together, so their store calls share one round trip; a slot is taken only
         # once its run is stored, and nothing else starts tasks meanwhile (this loop is the
         # only caller, and it waits here).
-        if len(picked) == 1:
-            await self._start(picked[0])
-        elif picked:
-            await asyncio.gather(*(self._start(rec) for rec in picked))
+        await asyncio.gather(*(self._start(rec) for rec in picked))
 
     async def _start(self, rec: TaskRecord) -> None:
         began = await self.store.start_run(rec.id, self.id)

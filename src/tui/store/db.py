@@ -286,9 +286,8 @@ class Store:
         table forbids the move. ``updates`` sets other task columns in the same transaction.
         """
         now = time.time()
-        return await self._call(
-            lambda t: _transition(t, task_id, expected, to, reason, updates, now)
-        )
+        move = Move(task_id, expected, to, reason, updates)
+        return await self._call(lambda t: _transition(t, move, now))
 
     async def update_task(self, task_id: str, **cols: Any) -> None:
         """Change non-state columns (approval flag, retry time, totals)."""
@@ -457,9 +456,7 @@ class Store:
                 close(t, row[0])
             if then is None:
                 return False
-            return _transition(
-                t, then.task_id, then.expected, then.to, then.reason, then.updates, now
-            )
+            return _transition(t, then, now)
 
         def close(t: _Tx, task_id: str) -> None:
             t.db.execute(
@@ -870,16 +867,10 @@ class Move:
     updates: dict[str, Any] = field(default_factory=dict)
 
 
-def _transition(
-    t: _Tx,
-    task_id: str,
-    expected: State | Collection[State],
-    to: State,
-    reason: str,
-    updates: dict[str, Any],
-    now: float,
-) -> bool:
+def _transition(t: _Tx, move: Move, now: float) -> bool:
     """Compare-and-set inside the caller's transaction: see :meth:`Store.transition`."""
+    task_id, to, reason = move.task_id, move.to, move.reason
+    expected = move.expected
     allowed = {expected} if isinstance(expected, State) else set(expected)
     row = t.one("SELECT state FROM tasks WHERE id = ?", (task_id,))
     if not row:
@@ -887,7 +878,7 @@ def _transition(
     current = State(row[0])
     if current not in allowed or not valid_transition(current, to):
         return False
-    cols = {"state": to.value, "reason": reason, "updated_at": now, **updates}
+    cols = {"state": to.value, "reason": reason, "updated_at": now, **move.updates}
     sets = ", ".join(f"{k} = ?" for k in cols)
     cur = t.db.execute(
         f"UPDATE tasks SET {sets} WHERE id = ? AND state = ?",
@@ -907,8 +898,8 @@ def _in_thread(
     Group commit: consecutive writes share one transaction, each inside its own savepoint, so
     a job that fails takes back only its own changes, and every job still checks what it
     changes inside a transaction (nobody else writes between BEGIN IMMEDIATE and COMMIT).
-    A commit per job cost more than the jobs themselves. No caller hears of its result
-    before the commit (results go back only when the whole batch is done).
+    One commit (one WAL append) per batch instead of one per job. No caller hears of its
+    result before the commit (results go back only when the whole batch is done).
     """
     db = conn._conn
     out: list[tuple[bool, Any, list[EventRecord]]] = []
