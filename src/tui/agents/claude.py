@@ -15,7 +15,6 @@ import json
 import logging
 from typing import Any
 
-from tui.agents.base import RunContext, RunResult
 from tui.agents.claude_protocol import (
     PLAN_TOOL,
     QUESTION_TOOL,
@@ -44,25 +43,26 @@ from tui.agents.cli_process import (
     record_json_lines,
     run_cli,
 )
+from tui.engine.adapter import RunContext, RunResult
 from tui.engine.procs import Child
 from tui.mcp.launch import claude_mcp_config, claude_tool_rule, wanted
+from tui.model.agent_kinds import KINDS
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
 from tui.store.records import STDERR
 
 log = logging.getLogger(__name__)
 
-BIN_ENV = "TUI_CLAUDE_BIN"
-NOT_FOUND = (
-    "claude CLI not found: install with npm i -g @anthropic-ai/claude-code, or set TUI_CLAUDE_BIN"
-)
+KIND = KINDS["claude"]
+BIN_ENV = KIND.bin_env
+NOT_FOUND = KIND.not_found
 NO_SESSION = "No conversation found"  # what the CLI says when --resume names an unknown session
 
 
 class ClaudeAdapter:
-    type = "claude"
+    type = KIND.name
 
-    def __init__(self, bin: str = "claude", extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, bin: str = KIND.cli, extra_env: dict[str, str] | None = None) -> None:
         self.bin = bin
         self.extra_env = dict(extra_env or {})
 

@@ -19,8 +19,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from tui.agents.base import AdapterError, RunContext, RunResult
 from tui.agents.lines import LineSplitter
+from tui.engine.adapter import AdapterError, RunContext, RunResult
 from tui.engine.procs import Child, PipeReader, spawn, terminate_group
 from tui.model.states import State
 from tui.model.task import AgentConfig

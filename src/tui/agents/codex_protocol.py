@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.agents.base import AdapterError
 from tui.agents.claude_protocol import describe_result
 from tui.agents.cli_process import describe_exit
 from tui.agents.gemini_protocol import Price, price_for
+from tui.engine.adapter import AdapterError
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
 from tui.store.records import RunRecord

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.agents.base import AdapterError
 from tui.agents.claude_protocol import describe_result, short_input
 from tui.agents.cli_process import describe_exit as exit_text
+from tui.engine.adapter import AdapterError
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
 

@@ -7,14 +7,14 @@ list and run templates only through it.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from tui.config.load import BUILTIN_AGENTS, Config, Item, task_defaults
+from tui.config.load import Config, Item, task_defaults
 from tui.config.render import render
 from tui.config.schema import AgentDef, TaskTemplate
+from tui.model.agent_kinds import BUILTIN_AGENTS, DEFAULT_TYPE, KINDS
 from tui.model.suggest import did_you_mean
 from tui.model.task import Task
 from tui.model.variables import resolve
@@ -121,7 +121,7 @@ async def build_task(config: Config, name: str, request: TaskRequest) -> Task:
     roles = list(config.roles)
     role = _pick("role", request.role, roles, t.role, s.default_role, *roles[:1])
     agents = list(dict.fromkeys([*config.agents, *BUILTIN_AGENTS]))
-    first_agent = next(iter(config.agents), "claude")
+    first_agent = next(iter(config.agents), DEFAULT_TYPE)
     agent_name = _pick("agent", request.agent, agents, t.agent, s.default_agent, first_agent)
     agent = config.agent(agent_name)
     assert agent is not None  # _pick and the loader checked every name
@@ -172,7 +172,7 @@ def _task(
     else:
         instructions = prompt
         if a.bin:
-            env[bin_env(a.type)] = a.bin
+            env[KINDS[a.type].bin_env] = a.bin
     return task_defaults(item.name, t, instructions, **fields)
 
 
@@ -208,13 +208,3 @@ def _project_dir(config: Config, item: Item[TaskTemplate]) -> Path:
         return config.project_dir
     path = Path(given).expanduser()
     return path if path.is_absolute() else item.origin.base / path
-
-
-def bin_env(kind: str) -> str:
-    """The adapter's variable naming its CLI (e.g. TUI_CLAUDE_BIN)."""
-    return str(importlib.import_module(f"tui.agents.{kind}").BIN_ENV)
-
-
-def not_found_hint(kind: str) -> str:
-    """The adapter's own words for a missing CLI (how to install it)."""
-    return str(importlib.import_module(f"tui.agents.{kind}").NOT_FOUND)

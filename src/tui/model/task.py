@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_serializer, field_validator
 
+from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE
 from tui.model.duration import format_duration, parse_duration
 from tui.model.output_format import OutputFormat
 from tui.model.secrets import refuse_secrets
@@ -47,8 +48,6 @@ class PermissionMode(StrEnum):
     DELEGATE = "delegate"
 
 
-AGENT_TYPES = ("claude", "shell", "gemini", "codex", "taskfile")
-
 # Columns the engine owns; a YAML file setting them is warned, not rejected.
 RUNTIME_FIELDS = ("state", "rejection_comment", "question_json", "created_at", "updated_at")
 
@@ -75,7 +74,7 @@ class _Model(BaseModel):
 
 
 class AgentConfig(_Model):
-    type: str = "claude"
+    type: str = DEFAULT_TYPE
     model: str = ""
     context_files: list[str] = Field(default_factory=list)
     instructions: str = ""
