@@ -40,8 +40,8 @@ from tui.agents.codex_protocol import (
     see,
 )
 from tui.agents.gemini_protocol import Price, price_table, with_system_append
+from tui.agents.mcp_launch import codex_config_args, wanted
 from tui.engine.adapter import RunContext, RunResult
-from tui.mcp.launch import codex_config_args, wanted
 from tui.model.agent_kinds import KINDS
 from tui.store.records import STDERR
 

@@ -37,8 +37,8 @@ from tui.agents.gemini_protocol import (
     price_table,
     with_system_append,
 )
+from tui.agents.mcp_launch import gemini_home, wanted
 from tui.engine.adapter import RunContext, RunResult
-from tui.mcp.launch import gemini_home, wanted
 from tui.model.agent_kinds import KINDS
 from tui.store.records import STDERR, STDOUT
 

@@ -8,9 +8,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tui.model.agent_kinds import CONFIG_TYPES, KINDS
+from tui.model.choices import one_of
 from tui.model.duration import parse_duration
 from tui.model.secrets import refuse_secrets
-from tui.model.task import AgentConfig, _one_of
+from tui.model.task import AgentConfig
 from tui.model.variables import Variable
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -48,7 +49,7 @@ class Settings(_Model):
     @field_validator("notifications", mode="before")
     @classmethod
     def _check_notify(cls, value: Any) -> Any:
-        return _one_of("notifications", value, NOTIFY_MODES, optional=True)
+        return one_of("notifications", value, NOTIFY_MODES, optional=True)
 
 
 class AgentDef(_Model):
@@ -69,7 +70,7 @@ class AgentDef(_Model):
     @field_validator("type", mode="before")
     @classmethod
     def _check_type(cls, value: Any) -> Any:
-        return _one_of("type", value, CONFIG_TYPES, optional=False)
+        return one_of("type", value, CONFIG_TYPES, optional=False)
 
     @model_validator(mode="after")
     def _shell_needs_script(self) -> AgentDef:

@@ -1,19 +1,20 @@
 """Runnable templates by name, and turning one into a Task.
 
-``TemplateSource`` is the seam for every kind of template: the config's [tasks.NAME] tables
-are one source (``ConfigTemplates``); Taskfile tasks can be another. ``tui task`` and the app
-list and run templates only through it.
+``TemplateSource`` (tui.config.template_types) is the seam for every kind of template: the
+config's [tasks.NAME] tables are one source (``ConfigTemplates``); the project's Taskfile tasks
+another. ``tui task`` and the app list and run templates only through it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tui.config.load import Config, Item, task_defaults
 from tui.config.render import render
 from tui.config.schema import AgentDef, TaskTemplate
+from tui.config.taskfile_templates import TaskfileTemplates
+from tui.config.template_types import TaskRequest, Template, TemplateError, TemplateSource
 from tui.model.agent_kinds import BUILTIN_AGENTS, DEFAULT_TYPE, KINDS
 from tui.model.suggest import did_you_mean
 from tui.model.task import Task
@@ -22,47 +23,9 @@ from tui.model.variables import resolve
 PROMPT_ENV = "TUI_PROMPT"  # a shell agent's script reads the prompt from here
 
 
-class TemplateError(Exception):
-    """A request that cannot be met (unknown template, role, agent); says what to do."""
-
-
-@dataclass(frozen=True)
-class TaskRequest:
-    instructions: str = ""
-    role: str = ""  # "" = the template's, else settings.default_role, else the first role
-    agent: str = ""  # likewise for agents (else claude)
-    model: str = ""  # a short name from the agent's models table, or a model id
-    vars: dict[str, str] = field(default_factory=dict)  # NAME=VALUE from the command line
-    args: list[str] = field(default_factory=list)  # after `--`: a Taskfile task's CLI_ARGS
-
-
-@dataclass(frozen=True)
-class Template:
-    name: str
-    alias: str
-    description: str
-    source: str  # global | local | taskfile
-
-    def as_json(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "alias": self.alias,
-            "description": self.description,
-            "source": self.source,
-        }
-
-
-class TemplateSource(Protocol):
-    def templates(self) -> list[Template]: ...
-
-    async def make_task(self, name: str, request: TaskRequest) -> Task: ...
-
-
 def template_sources(config: Config) -> list[TemplateSource]:
     """Every source of runnable templates, in lookup order: the config's, then the project's
     Taskfile (in the current directory)."""
-    from tui.config.taskfile_templates import TaskfileTemplates
-
     return [ConfigTemplates(config), TaskfileTemplates(Path.cwd())]
 
 

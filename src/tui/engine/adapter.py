@@ -14,10 +14,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tui.engine.procs import Child
 from tui.model.agent_kinds import KINDS
 from tui.model.states import State
 from tui.model.task import Task
+from tui.procs.process import Child
 from tui.store.records import QuestionRecord, RunRecord
 
 

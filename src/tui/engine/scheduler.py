@@ -33,7 +33,12 @@ from typing import Any
 from tui.engine.adapter import Adapter, AdapterError, RunResult, declared_adapters
 from tui.engine.clock import Clock, RealClock
 from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
-from tui.engine.procs import (
+from tui.engine.retry import retry_delay
+from tui.model.duration import format_duration
+from tui.model.output_format import OutputFormatError, parse_output
+from tui.model.states import UNSUCCESSFUL, State
+from tui.model.task import Task, priority_rank
+from tui.procs.process import (
     Child,
     ProcIdentity,
     identity_alive,
@@ -41,11 +46,6 @@ from tui.engine.procs import (
     proc_start_time,
     terminate_group,
 )
-from tui.engine.retry import retry_delay
-from tui.model.duration import format_duration
-from tui.model.output_format import OutputFormatError, parse_output
-from tui.model.states import UNSUCCESSFUL, State
-from tui.model.task import Task, priority_rank
 from tui.store.chunks import ChunkRow, make_chunks
 from tui.store.db import Move, Store, StoreError, waiting_reason
 from tui.store.records import (
