@@ -172,7 +172,7 @@ def _model_issues(
 
 def _relative(err: ErrorDetails) -> ErrorDetails:
     """human_error words messages by field path; a model-level error has none."""
-    return err if err["loc"] else {**err, "loc": ()}  # type: ignore[typeddict-item]
+    return err if err["loc"] else {**err, "loc": ()}
 
 
 def _settings(origin: Origin, raw: Any, issues: list[Issue]) -> Settings | None:
