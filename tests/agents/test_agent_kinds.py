@@ -7,12 +7,12 @@ import pytest
 
 from tui.config.schema import AgentDef
 from tui.engine.adapter import declared_adapters
-from tui.model.agent_kinds import BUILTIN_AGENTS, KINDS
+from tui.model.agent_kinds import BUILTIN_AGENTS, KINDS, AgentKind
 from tui.model.task import AgentConfig
 
 
 @pytest.mark.parametrize("kind", list(KINDS.values()), ids=list(KINDS))
-def test_every_kind_loads_an_adapter_of_its_type(kind) -> None:  # type: ignore[no-untyped-def]
+def test_every_kind_loads_an_adapter_of_its_type(kind: AgentKind) -> None:
     adapter = declared_adapters()[kind.name]
     assert adapter.type == kind.name
     assert callable(adapter.run)
