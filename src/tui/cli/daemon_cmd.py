@@ -63,7 +63,7 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
             print(f"no tui daemon running for {db}")
         return 3  # like `systemctl status`: not running
     try:
-        status = await remote.status()
+        status = (await remote.status()).model_dump()
     finally:
         await remote.aclose()
     if args.json:

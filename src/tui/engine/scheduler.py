@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
     Callable,
     Collection,
     Iterable,
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.agents.base import Adapter, AdapterError, RunResult
+from tui.engine.api import Message, Reply, parse_request
 from tui.engine.clock import Clock, RealClock
 from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
 from tui.engine.procs import (
@@ -1053,39 +1053,20 @@ class Engine:
             await asyncio.sleep(INBOX_POLL)
 
     async def _run_command(self, command_id: int, kind: str, payload: dict[str, Any]) -> None:
-        ok, reply = await self.dispatch(kind, payload)
-        await self.store.finish_command(command_id, ok, reply)
-
-    async def dispatch(self, kind: str, payload: dict[str, Any]) -> tuple[bool, str]:
-        """Run one named command; used by the inbox and, later, the daemon socket."""
-        p = payload
-        handlers: dict[str, Callable[[], Awaitable[str]]] = {
-            "approve": lambda: self.approve(p["task_id"]),
-            "cancel": lambda: self.cancel(p["task_id"]),
-            "retry": lambda: self.retry(p["task_id"]),
-            "answer": lambda: self.answer(p["question_id"], p["answer"]),
-            "expire": lambda: self.expire(p["question_id"]),
-            "accept": lambda: self.accept(p["task_id"]),
-            "reject": lambda: self.reject(p["task_id"], p.get("comment", "")),
-            "ask": lambda: self.ask(
-                p["task_id"], int(p["run_id"]), p.get("kind", "question"), p["payload"]
-            ),
-        }
         try:
-            if kind == "submit":
-                tasks = [Task.model_validate(t) for t in p["tasks"]]
-                approved = p.get("approved")
-                if approved is not None and not isinstance(approved, bool):
-                    raise ValueError("approved must be true, false or absent")
-                return True, " ".join(await self.submit(tasks, approved))
-            handler = handlers.get(kind)
-            if handler is None:
-                return False, f"unknown command {kind!r}"
-            return True, await handler()
+            reply = await self.handle(parse_request({**payload, "op": kind}))
+            ok, text = True, reply.model_dump_json()
         except EngineError as e:
-            return False, str(e)
-        except (KeyError, ValueError) as e:
-            return False, f"malformed {kind} command: {e}"
+            ok, text = False, str(e)
+        except ValueError as e:  # pydantic's ValidationError: the message says what is wrong
+            ok, text = False, f"malformed {kind} command: {e}"
+        await self.store.finish_command(command_id, ok, text)
+
+    async def handle(self, message: Message[Any]) -> Reply:
+        """Answer one message of ``tui.engine.api`` (its handler: ``tui.engine.handlers``)."""
+        from tui.engine.handlers import handle
+
+        return await handle(self, message)
 
 
 __all__ = ["Engine", "EngineBusy", "EngineError", "EventRecord", "live_engine_pid"]
