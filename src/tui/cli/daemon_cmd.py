@@ -42,6 +42,12 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
         running = await lifecycle.attach(db)
         if running is not None:
             await running.aclose()
+            if running.foreground:
+                err(
+                    f"a `tui run` (pid {running.pid}) owns {db} in the foreground; "
+                    "the daemon can start when it ends"
+                )
+                return 1
             print(f"tui daemon already running (pid {running.pid})")
             return 0
         remote = await lifecycle.ensure(db, concurrency=args.concurrency, shell=args.shell)

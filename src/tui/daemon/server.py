@@ -21,11 +21,17 @@ from typing import Any
 from tui.daemon import protocol as wire
 from tui.daemon.paths import DaemonPaths
 from tui.engine import api
-from tui.engine.events import Cursor
+from tui.engine.events import Cursor, advance
 from tui.engine.scheduler import Engine, EngineError
 from tui.model.states import State
 
 log = logging.getLogger("tui.daemon")
+
+DRAIN_TIMEOUT = 2.0  # how long a stopping server lets its streams catch up
+
+
+def _reached(sent: Cursor, target: Cursor) -> bool:
+    return sent.event_id >= target.event_id and sent.output_id >= target.output_id
 
 
 class DaemonServer:
@@ -46,6 +52,8 @@ class DaemonServer:
         self._streams: set[asyncio.StreamWriter] = set()
         self._conns: set[asyncio.StreamWriter] = set()
         self._jobs: set[asyncio.Task[None]] = set()
+        self._sent: dict[asyncio.StreamWriter, Cursor] = {}  # how far each stream was sent
+        self._sent_changed = asyncio.Condition()
 
     async def start(self) -> None:
         sock = self.paths.socket
@@ -61,9 +69,19 @@ class DaemonServer:
         log.info("listening on %s", sock)
 
     async def close(self, reason: str) -> None:
-        """Tell every viewer why the daemon goes away, then stop listening."""
+        """Tell every viewer why the daemon goes away, then stop listening. Each event stream
+        first gets what the engine published (briefly waited for), so a follower sees the
+        last transitions before the goodbye."""
         if self._server is not None:
             self._server.close()
+        target = self.engine.cursor
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(DRAIN_TIMEOUT), self._sent_changed:
+                await self._sent_changed.wait_for(
+                    lambda: all(_reached(c, target) for c in self._sent.values())
+                )
+        if self._jobs:  # requests under way get their replies (a cancel that ended the run)
+            await asyncio.wait(set(self._jobs), timeout=DRAIN_TIMEOUT)
         bye = wire.encode({"t": "bye", "reason": reason})
         for w in list(self._streams):
             with contextlib.suppress(Exception):
@@ -168,14 +186,21 @@ class DaemonServer:
             nonlocal lagged
             lagged = True
 
-        async for item in self.engine.events(since, on_lag=on_lag):
-            if lagged:
-                lagged = False
-                log.info("a viewer fell behind; catching it up from the database")
-                writer.write(wire.encode({"t": "lag"}))
-            for m in wire.event_messages(item):
-                writer.write(wire.encode(m))
-            await writer.drain()
+        self._sent[writer] = since
+        try:
+            async for item in self.engine.events(since, on_lag=on_lag):
+                if lagged:
+                    lagged = False
+                    log.info("a viewer fell behind; catching it up from the database")
+                    writer.write(wire.encode({"t": "lag"}))
+                for m in wire.event_messages(item):
+                    writer.write(wire.encode(m))
+                await writer.drain()
+                self._sent[writer] = advance(self._sent[writer], item)
+                async with self._sent_changed:
+                    self._sent_changed.notify_all()
+        finally:
+            self._sent.pop(writer, None)
 
     # -- what `tui daemon status` shows ----------------------------------------------------
 

@@ -1,6 +1,6 @@
 """engine — the asyncio scheduler, its event stream and its command API (no UI imports)."""
 
-from tui.engine.client import Client, LocalClient, connect
+from tui.engine.client import Client, LocalClient
 from tui.engine.events import Cursor, Event, OutputBatch
 from tui.engine.scheduler import Engine, EngineBusy, EngineError
 
@@ -13,5 +13,4 @@ __all__ = [
     "Event",
     "LocalClient",
     "OutputBatch",
-    "connect",
 ]

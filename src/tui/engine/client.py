@@ -2,28 +2,22 @@
 
 A message is one of ``tui.engine.api``; ``send`` returns its typed reply. ``LocalClient``
 sends to an engine in this process (``Engine.handle``); ``RemoteEngine`` (tui.daemon.remote)
-sends the same models over the socket of whoever owns the database. The methods below
+sends the same models over the socket of whoever owns the database, and
+``tui.daemon.lifecycle.connect`` picks between them. The methods below
 (``submit``, ``cancel``, ``list_tasks``…) are conveniences built from the messages, nothing
 more: adding a command needs none.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from tui.engine import api
 from tui.engine.events import Cursor, Event, Notice
-from tui.engine.procs import proc_start_time
-from tui.engine.scheduler import Engine, EngineError, live_engine_pid
+from tui.engine.scheduler import Engine
 from tui.model.task import Task
-from tui.store.db import Store
 from tui.store.records import OutputLine, QuestionRecord, TaskRecord
-
-REPLY_TIMEOUT = 30.0
 
 R = TypeVar("R", bound=api.Reply)
 
@@ -113,59 +107,3 @@ class LocalClient(Client):
 
     def events(self, since: Cursor | None = None) -> AsyncIterator[Event | Notice]:
         return self.engine.events(since)
-
-
-class InboxClient(Client):
-    """Commands through the store's inbox table, for an engine that has no socket (`tui run`)."""
-
-    def __init__(self, store: Store, engine_pid: int) -> None:
-        self.store = store
-        self.engine_pid = engine_pid
-
-    async def send(self, message: api.Message[R]) -> R:
-        op = message.op  # type: ignore[attr-defined]
-        command_id = await self.store.enqueue_command(op, message.model_dump(mode="json"))
-        deadline = time.monotonic() + REPLY_TIMEOUT
-        start = proc_start_time(self.engine_pid)
-        while (reply := await self.store.command_reply(command_id)) is None:
-            if proc_start_time(self.engine_pid) != start:
-                raise EngineError(
-                    f"the engine (pid {self.engine_pid}) stopped before it "
-                    "answered; run the command again"
-                )
-            if time.monotonic() > deadline:
-                raise EngineError(
-                    f"the engine (pid {self.engine_pid}) did not answer in "
-                    f"{REPLY_TIMEOUT:.0f}s; is it stuck?"
-                )
-            await asyncio.sleep(0.05)  # polling the reply row; the engine commits it
-        ok, text = reply
-        if not ok:
-            raise EngineError(text)
-        return message.reply.model_validate_json(text)  # type: ignore[return-value]
-
-
-async def connect(store: Store) -> Client:
-    """The daemon of this database if it runs, else another process's live engine (`tui run`),
-    else the store through an engine that does not schedule."""
-    from tui.daemon.lifecycle import attach  # the daemon package builds on this module
-
-    remote = await attach(store.path)
-    if remote is not None:
-        return remote
-    pid = await live_engine_pid(store)
-    if pid is not None:
-        return InboxClient(store, pid)
-    engine = Engine(store)
-    await engine.load()
-    return LocalClient(engine)
-
-
-@asynccontextmanager
-async def connected(store: Store) -> AsyncIterator[Client]:
-    """``connect``, closing the connection afterwards."""
-    client = await connect(store)
-    try:
-        yield client
-    finally:
-        await client.aclose()

@@ -91,8 +91,11 @@ async def _ask(e: Engine, m: api.Ask) -> api.Asked:
         except TimeoutError:
             await _expire_quietly(e, question_id)
         except asyncio.CancelledError:
-            # The asker went away (its task was cancelled, or it was killed): nobody waits.
-            await _expire_quietly(e, question_id)
+            # The asker hung up. If its run is being stopped (cancel, timeout), the run's end
+            # closes the question as that; otherwise nobody waits for the answer any more.
+            run = e._running.get(m.task_id)
+            if run is not None and not run.kill_reason:
+                await _expire_quietly(e, question_id)
             raise
     q = await e.store.get_question(question_id)
     if q is None:  # the store lost it: say so rather than pretend an answer
