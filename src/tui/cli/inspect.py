@@ -9,7 +9,7 @@ import sys
 
 from tui.cli.common import err, open_store
 from tui.daemon.lifecycle import attach, ensure
-from tui.daemon.remote import RemoteEngine
+from tui.daemon.remote import DaemonStopped, RemoteEngine
 from tui.engine import api
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.model.duration import format_duration
@@ -73,6 +73,10 @@ async def cmd_logs(args: argparse.Namespace) -> int:
         remote = await attach(store.path) or await ensure(store.path)
     try:
         return await _follow_output(remote, task_id, stream, Cursor(events_seen, after))
+    except DaemonStopped:
+        if remote.foreground:  # its owner ended after finishing it, every line sent first
+            return 0
+        raise
     finally:
         await remote.aclose()
 

@@ -21,7 +21,7 @@ from tui.cli.common import (
 )
 from tui.daemon.lifecycle import attach, serving
 from tui.daemon.paths import daemon_paths
-from tui.daemon.remote import RemoteEngine
+from tui.daemon.remote import DaemonStopped, RemoteEngine
 from tui.daemon.service import DaemonRunning, daemon_lock
 from tui.engine import api
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
@@ -79,7 +79,7 @@ async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -
             change = "until that `tui run` ends" if remote.foreground else DAEMON_SETTINGS
             if ignored := ignored_settings(args, owner, change):
                 err(ignored)
-            return await _run_via_server(remote, tasks, args.json, approved)
+            return await _run_via_server(store, remote, tasks, args.json, approved)
         finally:
             await remote.aclose()
     pid = await live_engine_pid(store)
@@ -191,7 +191,7 @@ def _summary(records: Sequence[TaskRecord | None]) -> int:
 
 
 async def _run_via_server(
-    remote: RemoteEngine, tasks: list[Task], as_json: bool, approved: bool | None
+    store: Store, remote: RemoteEngine, tasks: list[Task], as_json: bool, approved: bool | None
 ) -> int:
     """Another process owns the database: hand it the tasks and follow them to the end.
     Ctrl-C only stops watching; the owner keeps running them."""
@@ -209,7 +209,7 @@ async def _run_via_server(
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, stop.set)
-    follow = asyncio.create_task(_follow(remote, since, scope, names, as_json))
+    follow = asyncio.create_task(_follow(store, remote, since, scope, names, as_json))
     stopped = asyncio.create_task(stop.wait())
     try:
         await asyncio.wait({follow, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -224,11 +224,31 @@ async def _run_via_server(
 
 
 async def _follow(
-    remote: RemoteEngine, since: Cursor, scope: set[str], names: dict[str, str], as_json: bool
+    store: Store,
+    remote: RemoteEngine,
+    since: Cursor,
+    scope: set[str],
+    names: dict[str, str],
+    as_json: bool,
 ) -> list[TaskRecord]:
     """Print the scope's transitions, each once and in order, until every task in it is
-    settled and every event that led there has been printed (across owner restarts: the
-    stream resumes where it was)."""
+    settled and every event that led there has been printed (across daemon restarts: the
+    stream resumes where it was). A foreground owner that ends has finished what it accepted
+    and sent every event first: the store then holds the outcome."""
+    try:
+        return await _follow_stream(remote, since, scope, names, as_json)
+    except DaemonStopped:
+        if not remote.foreground:
+            raise
+        records = [r for r in [await store.get_task(i) for i in sorted(scope)] if r is not None]
+        if len(records) == len(scope) and all(r.settled for r in records):
+            return records
+        raise
+
+
+async def _follow_stream(
+    remote: RemoteEngine, since: Cursor, scope: set[str], names: dict[str, str], as_json: bool
+) -> list[TaskRecord]:
     last = since
     upto: Cursor | None = None  # once all are settled: the stream position that shows it
     records: list[TaskRecord] = []

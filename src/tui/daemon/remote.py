@@ -113,6 +113,7 @@ class RemoteEngine(Client):
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._connecting = asyncio.Lock()
+        self._stopped = ""  # why the owner said goodbye: it is not coming back on its own
 
     @classmethod
     async def connect(
@@ -154,6 +155,9 @@ class RemoteEngine(Client):
         try:
             while line := await reader.readline():
                 msg = wire.decode(line)
+                if msg.get("t") == "bye":
+                    self._stopped = msg.get("reason") or "the tui daemon stopped"
+                    break
                 fut = self._pending.pop(msg.get("id", -1), None)
                 if fut is not None and not fut.done():
                     fut.set_result(msg)
@@ -161,10 +165,12 @@ class RemoteEngine(Client):
             pass
         finally:
             self._writer = None
-            gone = DaemonUnavailable(
+            gone: EngineError = DaemonUnavailable(
                 f"lost the tui daemon for {self.paths.db}; the command may not have reached "
                 "it: check, then try again"
             )
+            if self._stopped:
+                gone = DaemonStopped(self._stopped)
             for fut in self._pending.values():
                 if not fut.done():
                     fut.set_exception(gone)
@@ -181,6 +187,8 @@ class RemoteEngine(Client):
             )
         query = not isinstance(message, api.COMMANDS)
         for attempt in (1, 2):
+            if self._stopped:  # stopped on purpose: starting another behind its back is wrong
+                raise DaemonStopped(self._stopped)
             async with self._connecting:
                 if self._writer is None:  # the daemon restarted since: attach again
                     await self._reconnect()

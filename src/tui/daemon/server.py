@@ -83,7 +83,7 @@ class DaemonServer:
         if self._jobs:  # requests under way get their replies (a cancel that ended the run)
             await asyncio.wait(set(self._jobs), timeout=DRAIN_TIMEOUT)
         bye = wire.encode({"t": "bye", "reason": reason})
-        for w in list(self._streams):
+        for w in list(self._conns):  # streams and request connections alike
             with contextlib.suppress(Exception):
                 w.write(bye)
         for w in list(self._conns):
