@@ -11,7 +11,7 @@ ever parsed out of reply text (task ids are a list, whatever characters they hol
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
 from pydantic import (
     BaseModel,
@@ -128,16 +128,25 @@ R = TypeVar("R", bound=Reply)
 
 
 class Message(BaseModel, Generic[R]):
-    """A request to the engine; ``reply`` is the class of its answer."""
+    """A request to the engine; ``reply`` is the class of its answer. Every concrete message
+    (one with an ``op``) is on the wire by being defined: see ``Request``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     reply: ClassVar[type[Reply]]
 
 
+class Command(Message[R], Generic[R]):
+    """Changes something: never sent twice (a client that loses the engine fails instead)."""
+
+
+class Query(Message[R], Generic[R]):
+    """Reads: a client may ask again after reconnecting."""
+
+
 # -- commands ----------------------------------------------------------------------------------
 
 
-class Submit(Message[Submitted]):
+class Submit(Command[Submitted]):
     """Store and schedule tasks. ``approved`` False keeps them PENDING for `tui approve`."""
 
     reply = Submitted
@@ -146,25 +155,25 @@ class Submit(Message[Submitted]):
     approved: StrictBool | None = None
 
 
-class Approve(Message[Done]):
+class Approve(Command[Done]):
     reply = Done
     op: Literal["approve"] = "approve"
     task_id: str
 
 
-class Cancel(Message[Done]):
+class Cancel(Command[Done]):
     reply = Done
     op: Literal["cancel"] = "cancel"
     task_id: str
 
 
-class Retry(Message[Done]):
+class Retry(Command[Done]):
     reply = Done
     op: Literal["retry"] = "retry"
     task_id: str
 
 
-class Answer(Message[Done]):
+class Answer(Command[Done]):
     """A person's answer, delivered exactly once (a second one is refused)."""
 
     reply = Done
@@ -173,7 +182,7 @@ class Answer(Message[Done]):
     answer: dict[str, Any]
 
 
-class Expire(Message[Done]):
+class Expire(Command[Done]):
     """Stop waiting for an answer."""
 
     reply = Done
@@ -181,20 +190,20 @@ class Expire(Message[Done]):
     question_id: str
 
 
-class Accept(Message[Done]):
+class Accept(Command[Done]):
     reply = Done
     op: Literal["accept"] = "accept"
     task_id: str
 
 
-class Reject(Message[Done]):
+class Reject(Command[Done]):
     reply = Done
     op: Literal["reject"] = "reject"
     task_id: str
     comment: str = ""
 
 
-class Ask(Message[Asked]):
+class Ask(Command[Asked]):
     """A question from inside a running task (`tui ask`, MCP ``ask_user``). With ``wait`` the
     reply comes when the question closes (answered, or expired after ``timeout`` seconds; 0 =
     no limit): one request held open, nothing polled."""
@@ -212,12 +221,12 @@ class Ask(Message[Asked]):
 # -- queries -----------------------------------------------------------------------------------
 
 
-class ListTasks(Message[TaskList]):
+class ListTasks(Query[TaskList]):
     reply = TaskList
     op: Literal["list_tasks"] = "list_tasks"
 
 
-class GetMany(Message[TaskList]):
+class GetMany(Query[TaskList]):
     """The known tasks among ``task_ids`` (one trip for many)."""
 
     reply = TaskList
@@ -225,7 +234,7 @@ class GetMany(Message[TaskList]):
     task_ids: list[str]
 
 
-class GetQuestions(Message[QuestionList]):
+class GetQuestions(Query[QuestionList]):
     """Open questions, newest first (of one task, or all)."""
 
     reply = QuestionList
@@ -233,7 +242,7 @@ class GetQuestions(Message[QuestionList]):
     task_id: str | None = None
 
 
-class OutputIndex(Message[OutputIndexReply]):
+class OutputIndex(Query[OutputIndexReply]):
     """(run id, lines) of each run of a task: what the log view pages through."""
 
     reply = OutputIndexReply
@@ -241,7 +250,7 @@ class OutputIndex(Message[OutputIndexReply]):
     task_id: str
 
 
-class ReadRunLines(Message[LinesReply]):
+class ReadRunLines(Query[LinesReply]):
     reply = LinesReply
     op: Literal["read_run_lines"] = "read_run_lines"
     run_id: int
@@ -252,17 +261,17 @@ class ReadRunLines(Message[LinesReply]):
 # -- the server's own (answered by whoever serves the socket, not by the engine) ---------------
 
 
-class Status(Message[StatusReply]):
+class Status(Query[StatusReply]):
     reply = StatusReply
     op: Literal["status"] = "status"
 
 
-class Shutdown(Message[Done]):
+class Shutdown(Command[Done]):
     reply = Done
     op: Literal["shutdown"] = "shutdown"
 
 
-class Subscribe(Message[Done]):
+class Subscribe(Query[Done]):
     """Turns the connection into the event stream from ``cursor`` (see docs/daemon.md)."""
 
     reply = Done
@@ -270,38 +279,20 @@ class Subscribe(Message[Done]):
     cursor: tuple[int, int]
 
 
-Request = Annotated[
-    Submit
-    | Approve
-    | Cancel
-    | Retry
-    | Answer
-    | Expire
-    | Accept
-    | Reject
-    | Ask
-    | ListTasks
-    | GetMany
-    | GetQuestions
-    | OutputIndex
-    | ReadRunLines
-    | Status
-    | Shutdown
-    | Subscribe,
-    Field(discriminator="op"),
-]
+def _messages(base: type) -> list[type[Message[Any]]]:
+    """Every concrete message class under ``base``, in the order they were defined."""
+    found: list[type[Message[Any]]] = []
+    for sub in base.__subclasses__():
+        if "op" in sub.model_fields and sub not in found:
+            found.append(sub)
+        found += [m for m in _messages(sub) if m not in found]
+    return found
 
-COMMANDS: tuple[type[Message[Any]], ...] = (
-    Submit,
-    Approve,
-    Cancel,
-    Retry,
-    Answer,
-    Expire,
-    Accept,
-    Reject,
-    Ask,
-)
+
+MESSAGES = _messages(Message)
+COMMANDS: tuple[type[Message[Any]], ...] = tuple(m for m in MESSAGES if issubclass(m, Command))
+# The wire's one union, derived from the classes above: a new message is a new class.
+Request = Annotated[Union[tuple(MESSAGES)], Field(discriminator="op")]  # type: ignore[valid-type]  # noqa: UP007
 
 _requests: TypeAdapter[Any] = TypeAdapter(Request)
 
