@@ -162,3 +162,18 @@ def test_run_json_through_the_daemon_prints_every_transition_once_across_a_resta
     assert len(shown) >= 4 * len(tasks)  # PENDING, QUEUED, RUNNING, an end: each task
     assert shown == [tuple(row) for row in stored]
     assert all(tui.state_of(t["name"]) in ("COMPLETED", "FAILED") for t in tasks)
+
+
+def test_logs_follow_streams_a_running_task_to_its_end(tui: Tui) -> None:
+    gate = tui.dir / "gate"
+    script = f"echo one; until [ -e {gate} ]; do sleep 0.02; done; echo two; echo oops >&2"
+    run = tui.popen("run", str(write_tasks(tui.dir / "t.yaml", shell_task("talker", script))))
+    wait_until(lambda: tui.output() != [], "the first line stored", proc=run)
+    follow = tui.popen("logs", "-f", "talker", "--stream", "stdout")
+    out = Lines(follow.stdout)
+    out.until("^one$")
+    assert follow.poll() is None  # following, not done
+    gate.touch()
+    assert out.rest() == ["one", "two"]
+    assert follow.wait(timeout=30) == 0
+    assert run.wait(timeout=60) == 0
