@@ -177,3 +177,18 @@ def test_logs_follow_streams_a_running_task_to_its_end(tui: Tui) -> None:
     assert out.rest() == ["one", "two"]
     assert follow.wait(timeout=30) == 0
     assert run.wait(timeout=60) == 0
+
+
+def test_a_foreground_owner_is_shown_by_status_and_not_stopped_as_a_daemon(tui: Tui) -> None:
+    gate = tui.dir / "gate"
+    task = shell_task("held", f"until [ -e {gate} ]; do sleep 0.02; done")
+    run = tui.popen("run", str(write_tasks(tui.dir / "t.yaml", task)))
+    wait_until(lambda: tui.state_of("held") == "RUNNING", "held running", proc=run)
+    s = status(tui)
+    assert s["running"] and s["foreground"] and s["pid"] == run.pid
+    assert "foreground" in tui("daemon", "status").stdout
+    refused = tui("daemon", "stop")
+    assert refused.returncode == 1 and f"(pid {run.pid}) owns it" in refused.stderr
+    assert run.poll() is None and tui.state_of("held") == "RUNNING"
+    gate.touch()
+    assert run.wait(timeout=60) == 0

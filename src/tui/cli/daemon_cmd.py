@@ -55,6 +55,15 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
         print(f"tui daemon started (pid {remote.pid}, socket {remote.paths.socket})")
         return 0
     if args.daemon_command == "stop":
+        owner = await lifecycle.attach(db)
+        if owner is not None:
+            await owner.aclose()
+            if owner.foreground:
+                err(
+                    f"no tui daemon runs {db}: a `tui run` or app (pid {owner.pid}) owns it "
+                    "in the foreground; stop that one where it runs"
+                )
+                return 1
         pid = await lifecycle.stop(db)
         if pid is None:
             print("no tui daemon running")
@@ -83,9 +92,10 @@ def _human(s: dict[str, Any]) -> str:
     running = s["running_tasks"]
     names = ", ".join(r["name"] for r in running[:5]) + (" …" if len(running) > 5 else "")
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s["started_at"]))
+    who = "tui (foreground `tui run` or app)" if s.get("foreground") else "tui daemon"
     return "\n".join(
         [
-            f"tui daemon: running (pid {s['pid']}), up {_duration(s['uptime'])} since {started}",
+            f"{who}: running (pid {s['pid']}), up {_duration(s['uptime'])} since {started}",
             f"  database: {s['db']}",
             f"  socket:   {s['socket']}",
             f"  log:      {s['log']}",
