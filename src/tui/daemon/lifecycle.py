@@ -43,9 +43,13 @@ async def attach(db: Path) -> RemoteEngine | None:
         alive = start is not None and identity_alive(ProcIdentity(pid, pid, start))
         if alive and Path(sock) != paths.socket:
             candidates.append(dataclasses.replace(paths, socket=Path(sock)))
+
+    def respawn() -> None:
+        spawn(paths)
+
     for where in candidates:
         try:
-            return await RemoteEngine.connect(where, respawn=lambda: spawn(paths))
+            return await RemoteEngine.connect(where, respawn=respawn)
         except DaemonHung:
             raise
         except DaemonUnavailable:

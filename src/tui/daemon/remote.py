@@ -180,9 +180,10 @@ class RemoteEngine(Client):
         """One request and its typed reply. A query that meets a dead daemon waits for the
         next one (restarting it when this viewer was told how) and asks again; a command is
         never sent twice — it fails instead."""
+        sent: api.Message[Any] = message
         if isinstance(message, api.Submit):
             # The daemon may run in another directory: pin relative project dirs to ours.
-            message = message.model_copy(
+            sent = message.model_copy(
                 update={"tasks": [_pinned(t, Path.cwd()) for t in message.tasks]}
             )
         query = not isinstance(message, api.COMMANDS)
@@ -193,7 +194,7 @@ class RemoteEngine(Client):
                 if self._writer is None:  # the daemon restarted since: attach again
                     await self._reconnect()
             try:
-                result = await self._request(message)
+                result = await self._request(sent)
             except DaemonUnavailable:
                 if not query or attempt == 2:
                     raise

@@ -43,24 +43,37 @@ def task_from_wire(d: dict[str, Any]) -> TaskRecord:
     return TaskRecord(**{**d, "state": State(d["state"])})
 
 
-def _records(kind: type, from_wire: Any, to_wire: Any) -> Any:
-    def validate(v: Any) -> list[Any]:
-        return [x if isinstance(x, kind) else from_wire(x) for x in v]
-
-    return Annotated[
-        list[kind],  # type: ignore[valid-type]
-        PlainValidator(validate),
-        PlainSerializer(lambda v: [to_wire(x) for x in v], when_used="json"),
-    ]
+def _tasks_in(v: Any) -> list[TaskRecord]:
+    return [x if isinstance(x, TaskRecord) else task_from_wire(x) for x in v]
 
 
-Tasks = _records(TaskRecord, task_from_wire, task_to_wire)
-Questions = _records(QuestionRecord, lambda d: QuestionRecord(**d), dataclasses.asdict)
-Lines = _records(
-    OutputLine,
-    lambda r: OutputLine(*r),
-    lambda ln: [ln.id, ln.task_id, ln.run_id, ln.stream, ln.seq, ln.at, ln.text],
-)
+def _questions_in(v: Any) -> list[QuestionRecord]:
+    return [x if isinstance(x, QuestionRecord) else QuestionRecord(**x) for x in v]
+
+
+def _line_to_wire(ln: OutputLine) -> list[Any]:
+    return [ln.id, ln.task_id, ln.run_id, ln.stream, ln.seq, ln.at, ln.text]
+
+
+def _lines_in(v: Any) -> list[OutputLine]:
+    return [x if isinstance(x, OutputLine) else OutputLine(*x) for x in v]
+
+
+Tasks = Annotated[
+    list[TaskRecord],
+    PlainValidator(_tasks_in),
+    PlainSerializer(lambda v: [task_to_wire(x) for x in v], when_used="json"),
+]
+Questions = Annotated[
+    list[QuestionRecord],
+    PlainValidator(_questions_in),
+    PlainSerializer(lambda v: [dataclasses.asdict(x) for x in v], when_used="json"),
+]
+Lines = Annotated[
+    list[OutputLine],
+    PlainValidator(_lines_in),
+    PlainSerializer(lambda v: [_line_to_wire(x) for x in v], when_used="json"),
+]
 
 
 # -- replies -----------------------------------------------------------------------------------
@@ -279,9 +292,10 @@ class Subscribe(Query[Done]):
     cursor: tuple[int, int]
 
 
-def _messages(base: type) -> list[type[Message[Any]]]:
+def _messages(base: type[Message[Any]]) -> list[type[Message[Any]]]:
     """Every concrete message class under ``base``, in the order they were defined."""
     found: list[type[Message[Any]]] = []
+    sub: type[Message[Any]]
     for sub in base.__subclasses__():
         if "op" in sub.model_fields and sub not in found:
             found.append(sub)
@@ -294,7 +308,7 @@ COMMANDS: tuple[type[Message[Any]], ...] = tuple(m for m in MESSAGES if issubcla
 # The wire's one union, derived from the classes above: a new message is a new class.
 Request = Annotated[Union[tuple(MESSAGES)], Field(discriminator="op")]  # type: ignore[valid-type]  # noqa: UP007
 
-_requests: TypeAdapter[Any] = TypeAdapter(Request)
+_requests: TypeAdapter[Message[Any]] = TypeAdapter(Request)  # type: ignore[arg-type]
 
 
 def parse_request(data: Any) -> Message[Any]:
