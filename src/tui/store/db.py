@@ -8,6 +8,7 @@ call reach ``on_event`` right after it commits, in commit order.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -17,8 +18,10 @@ from typing import Any
 
 from tui.model.states import State
 from tui.model.task import Task
-from tui.store import commands, engines, journal, output, questions, runs, tasks
+from tui.store import commands, engines, health, journal, output, questions, runs, tasks
 from tui.store.chunks import ChunkRow, LineRow, group_rows
+from tui.store.errors import DatabaseFileError, DiskFullError, StoreError
+from tui.store.health import FileIdentity
 from tui.store.questions import WAITING_REASON, waiting_reason
 from tui.store.records import (
     EventRecord,
@@ -29,17 +32,28 @@ from tui.store.records import (
     TaskRecord,
 )
 from tui.store.tasks import Move
-from tui.store.tx import Database, StoreError, setup
+from tui.store.tx import Database, setup
 
-__all__ = ["WAITING_REASON", "Move", "Store", "StoreError", "waiting_reason"]
+log = logging.getLogger("tui.store")
+
+__all__ = [
+    "WAITING_REASON",
+    "DatabaseFileError",
+    "DiskFullError",
+    "Move",
+    "Store",
+    "StoreError",
+    "waiting_reason",
+]
 
 
 class Store:
     """Async access to one database file. Safe to open from several processes at once."""
 
-    def __init__(self, db: Database, path: Path) -> None:
+    def __init__(self, db: Database, path: Path, identity: FileIdentity) -> None:
         self._db = db
         self.path = path
+        self._identity = identity
 
     @property
     def on_event(self) -> Callable[[EventRecord], None] | None:
@@ -52,30 +66,55 @@ class Store:
     # -- opening -----------------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, path: str | os.PathLike[str]) -> Store:
+    async def open(cls, path: str | os.PathLike[str], *, create: bool = True) -> Store:
+        """Open the database at ``path``. Without ``create`` (read commands) a missing file
+        is an error naming it: reading never leaves a new empty database behind."""
         p = Path(path).expanduser()
         if p.is_dir():
             raise StoreError(f"cannot open database {p}: it is a directory (give a file path)")
+        if not create and not p.exists():
+            raise health.missing(p)
+        health.check_header(p)
         try:
-            p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if create:
+                p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             existed = p.exists()
-            db = await Database.connect(p)
+            if not existed:
+                health.drop_orphans(p)
+            db = await Database.connect(p, create=create)
         except (OSError, sqlite3.Error) as e:
+            if isinstance(e, sqlite3.Error) and health.is_file_problem(e):
+                raise health.explain(p, e) from None
             raise StoreError(f"cannot open database {p}: {e}") from None
-        if not existed:
-            os.chmod(p, 0o600)  # task text and output can hold secrets
-        store = cls(db, p)
         try:
+            if not existed:
+                os.chmod(p, 0o600)  # task text and output can hold secrets
             await db.call(setup, write=False)
+            identity = health.FileIdentity.of(p)
+        except DatabaseFileError:
+            await db.close()
+            raise
         except sqlite3.DatabaseError as e:
             await db.close()
             raise StoreError(f"{p} is not a usable tui database: {e}") from None
         except BaseException:
             await db.close()
             raise
-        return store
+        return cls(db, p, identity)
+
+    def check_file(self) -> None:
+        """Raise :class:`DatabaseFileError` unless the path still names the file this store has
+        open (deleted or replaced under a running daemon, it would take every write with it)."""
+        self._identity.check(self.path)
 
     async def close(self) -> None:
+        """Close; if the file was deleted or replaced meanwhile, first save what this store
+        has open (see :func:`health.save_copy`), so that nothing it wrote is lost."""
+        try:
+            self.check_file()
+        except DatabaseFileError as e:
+            where = await self._db.run(lambda conn: health.save_copy(conn, self.path))
+            log.error("%s; saved what it held to %s", e, where)
         await self._db.close()
 
     # -- tasks -------------------------------------------------------------------------------

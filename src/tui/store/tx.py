@@ -27,15 +27,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tui.model.states import State
-from tui.store import journal
+from tui.store import health, journal
+from tui.store.errors import StoreError
 from tui.store.records import EventRecord
 from tui.store.schema import MIGRATIONS
 
 T = TypeVar("T")
-
-
-class StoreError(Exception):
-    """A problem the user can act on (bad id, duplicate task...). Printed without traceback."""
 
 
 class Tx:
@@ -110,29 +107,38 @@ def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) 
 class Database:
     """One connection, one thread, calls batched into group commits."""
 
-    def __init__(self, conn: sqlite3.Connection, thread: _Thread) -> None:
+    def __init__(self, conn: sqlite3.Connection, thread: _Thread, path: Path) -> None:
         self._conn = conn
         self._thread = thread
+        self.path = path
         self._queued: list[Job] = []
         self._runner: asyncio.Task[None] | None = None
         self.on_event: Callable[[EventRecord], None] | None = None
 
     @classmethod
-    async def connect(cls, path: Path) -> Database:
+    async def connect(cls, path: Path, *, create: bool) -> Database:
+        """Open ``path``; without ``create``, a missing file is an error, never a new one."""
+        uri = f"{path.absolute().as_uri()}?mode={'rwc' if create else 'rw'}"
         thread = _Thread()
         try:
-            conn = await thread.submit(lambda: sqlite3.connect(str(path), isolation_level=None))
+            conn = await thread.submit(lambda: sqlite3.connect(uri, uri=True, isolation_level=None))
         except BaseException:
             thread.stop()
             raise
-        return cls(conn, thread)
+        return cls(conn, thread, path)
 
     async def call(self, fn: Callable[[Tx], T], *, write: bool = True) -> T:
         fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._queued.append((fn, write, fut))
         if self._runner is None:
             self._runner = asyncio.create_task(self._run_queued())
-        return await fut
+        try:
+            return await fut
+        except sqlite3.Error as e:
+            if not health.is_file_problem(e):
+                raise
+            found = await self.run(health.integrity_check) if health.is_damage(e) else ""
+            raise health.explain(self.path, e, found) from None
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(connection)`` on the database thread outside the queue (open, close,

@@ -1,0 +1,158 @@
+"""A database file that is missing, damaged, read-only or deleted under the daemon: every
+command says which file and what to do — never a traceback, never a new empty database, and
+nothing already stored is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from cli_support import Result, Tui, assert_no_traceback, shell_task, wait_until, write_tasks
+
+READS = (("ls",), ("logs", "a"), ("questions",))
+
+
+def _stored(tui: Tui) -> Path:
+    """A database holding task `a` (COMPLETED) and 20,000 output lines: a few dozen pages."""
+    f = write_tasks(tui.dir / "a.yaml", shell_task("a", "seq 1 20000"))
+    res = tui("run", str(f))
+    assert res.returncode == 0, str(res)
+    return write_tasks(tui.dir / "b.yaml", shell_task("b", "echo b"))
+
+
+def _refused(res: Result, path: Path, *words: str) -> None:
+    assert res.returncode == 1, str(res)
+    assert_no_traceback(res)
+    assert str(path) in res.stderr, str(res)
+    for w in words:
+        assert w in res.stderr, str(res)
+
+
+def test_read_commands_never_create_a_database(tui: Tui) -> None:
+    for parent in (tui.dir, tui.dir / "not" / "there"):
+        tui.db = parent / "tui.db"
+        for args in READS:
+            _refused(tui(*args), tui.db, "no database at")
+        assert not tui.db.exists() and not list(parent.glob("tui.db*"))
+    assert not (tui.dir / "not").exists()
+
+
+@pytest.mark.parametrize("damage", ["pages", "tail"])
+def test_a_damaged_database_is_named_with_what_to_do(tui: Tui, damage: str) -> None:
+    more = _stored(tui)
+    size = tui.db.stat().st_size
+    assert size > 20 * 4096 and not Path(f"{tui.db}-wal").exists()
+    with open(tui.db, "r+b") as f:
+        if damage == "pages":  # every third page after the header's: garbage
+            for page in range(1, size // 4096, 3):
+                f.seek(page * 4096)
+                f.write(bytes(range(256)) * 16)
+        else:  # the last half gone, as a copy cut short would be
+            f.truncate(size // 2)
+    before = tui.db.read_bytes()
+    hint = "integrity_check" if damage == "pages" else "cut short"
+    for args in (*READS, ("run", str(more))):
+        _refused(tui(*args), tui.db, "is damaged", hint, ".recover")
+    assert tui.db.read_bytes() == before  # nothing written into it
+
+
+def _as_nobody(args: list[str], cwd: Path) -> Result:
+    """`tui ARGS` as the user nobody: the test process forks and the child drops to nobody
+    before running the same entry point as the `tui` script (the venv's interpreter lives
+    where nobody cannot exec it)."""
+    import tomllib  # noqa: F401  (imported now: nobody cannot read the stdlib dir later)
+
+    import tui.cli.human
+    import tui.cli.inspect
+    import tui.cli.run
+    import tui.config.load
+    import tui.engine.scheduler  # noqa: F401
+    from tui.cli.main import main
+
+    out, err = cwd / f"out-{os.getpid()}", cwd / f"err-{os.getpid()}"
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 99
+        try:
+            os.chdir(cwd)
+            os.setgid(65534)
+            os.setuid(65534)
+            for fd, path in ((1, out), (2, err)):
+                os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666), fd)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            code = main(args)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    res = Result(args, os.waitstatus_to_exitcode(status), out.read_text(), err.read_text())
+    assert_no_traceback(res)
+    return res
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+def test_a_read_only_or_foreign_database_says_so(tui: Tui, monkeypatch: pytest.MonkeyPatch) -> None:
+    more = _stored(tui)
+    os.chmod(tui.dir, 0o755)  # nobody may enter; the files decide the rest
+    for d in (tui.dir.parent, tui.dir.parent.parent):
+        os.chmod(d, os.stat(d).st_mode | 0o005)
+    os.chmod(more, 0o644)
+    monkeypatch.setenv("HOME", str(tui.dir))
+    monkeypatch.setenv("TUI_CONFIG_DIR", str(tui.dir / "no-config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tui.dir / "run"))
+    rw = tui.dir / "rw"  # nobody's own directory, so SQLite may keep its -shm there
+    rw.mkdir()
+    os.chown(rw, 65534, 65534)
+    mine, foreign, secret = rw / "mine.db", rw / "foreign.db", rw / "secret.db"
+    for p in (mine, foreign, secret):
+        p.write_bytes(tui.db.read_bytes())
+    os.chown(mine, 65534, 65534)
+    os.chmod(mine, 0o400)
+    os.chmod(foreign, 0o644)
+    os.chmod(secret, 0o600)
+    before = mine.read_bytes()
+
+    # Reading a read-only file works; writing says why not and what to do.
+    listed = _as_nobody(["ls", "--json", "--db", str(mine)], rw)
+    assert listed.returncode == 0 and json.loads(listed.stdout)[0]["state"] == "COMPLETED"
+    logs = _as_nobody(["logs", "a", "--db", str(mine)], rw)
+    assert logs.returncode == 0 and logs.stdout.splitlines()[-1] == "20000", str(logs)
+    _refused(_as_nobody(["run", str(more), "--db", str(mine)], rw), mine, "read-only", "chmod")
+    _refused(_as_nobody(["run", str(more), "--db", str(foreign)], rw), foreign, "another user")
+    for args in (["ls"], ["logs", "a"]):
+        _refused(_as_nobody([*args, "--db", str(secret)], rw), secret, "cannot read")
+    assert mine.read_bytes() == before
+
+
+def test_a_database_deleted_under_the_daemon_is_noticed_and_saved(tui: Tui) -> None:
+    _stored(tui)
+    assert tui("daemon", "start").returncode == 0
+    log = Path(json.loads(tui("daemon", "status", "--json").stdout)["log"])
+    try:
+        tui.db.unlink()
+
+        # A read finds no file and says so, without making an empty one in its place.
+        _refused(tui("ls"), tui.db, "no database at")
+        assert not tui.db.exists()
+
+        # The next viewer is refused with the reason (unless the daemon's own look at the
+        # file, every 2 s, got there first), and the daemon stops.
+        status = tui("daemon", "status")
+        assert "was deleted" in status.stderr or "no tui daemon" in status.stdout, str(status)
+        wait_until(
+            lambda: json.loads(tui("daemon", "status", "--json").stdout)["running"] is False,
+            "the daemon stops",
+        )
+    finally:
+        tui("daemon", "stop")
+    assert f"database {tui.db} was deleted" in log.read_text()
+    # Stopping, it wrote what it held back to the path: nothing is lost.
+    (task,) = tui.ls()
+    assert (task["name"], task["state"]) == ("a", "COMPLETED")
+    logs = tui("logs", "a")
+    assert logs.stdout.split() == [str(i) for i in range(1, 20001)], str(logs)[:500]
