@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -156,3 +157,38 @@ def test_a_database_deleted_under_the_daemon_is_noticed_and_saved(tui: Tui) -> N
     assert (task["name"], task["state"]) == ("a", "COMPLETED")
     logs = tui("logs", "a")
     assert logs.stdout.split() == [str(i) for i in range(1, 20001)], str(logs)[:500]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")
+def test_a_full_disk_fails_the_task_that_filled_it_and_keeps_what_was_stored(tui: Tui) -> None:
+    disk = tui.dir / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)])
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        tui.db = disk / "tui.db"
+        filler = disk / "filler"  # most of the disk, so that the flood fills it at once
+        filler.write_bytes(b"\0" * 1_000_000)
+        f = write_tasks(
+            tui.dir / "full.yaml",
+            [shell_task("small", "seq 1 100"), shell_task("flood", f"yes {'x' * 70}")],
+        )
+        run = tui("run", str(f), timeout=120)  # returns: nothing stays RUNNING
+        assert run.returncode == 1, str(run)
+        states = {t["name"]: t for t in tui.ls()}
+        assert states["small"]["state"] == "COMPLETED"
+        assert states["flood"]["state"] == "FAILED"
+        assert states["flood"]["reason"].startswith("database disk is full: "), states
+        assert str(tui.db) in states["flood"]["reason"]
+        assert tui("logs", "small").stdout.split() == [str(i) for i in range(1, 101)]
+
+        # Space comes back: the same database takes new work, and it is sound.
+        filler.unlink()
+        more = write_tasks(tui.dir / "more.yaml", shell_task("after", "seq 1 1000"))
+        again = tui("run", str(more), timeout=120)
+        assert again.returncode == 0, str(again)
+        assert tui("logs", "after").stdout.split() == [str(i) for i in range(1, 1001)]
+        assert tui.sql("PRAGMA integrity_check") == [("ok",)]
+    finally:
+        subprocess.run(["umount", "-l", str(disk)])
