@@ -162,9 +162,10 @@ def check_header(path: Path) -> None:
         with open(path, "rb") as f:
             head = f.read(100)
         size = path.stat().st_size
-        wal = path.with_name(path.name + "-wal")
-        if wal.exists() and wal.stat().st_size > 0:
-            return  # the newest pages may be in the WAL: the header is not the whole story
+        for journal in ("-wal", "-journal"):
+            side = path.with_name(path.name + journal)
+            if side.exists() and side.stat().st_size > 0:
+                return  # pages may be in the WAL or a hot journal: the header is not all
     except OSError:
         return  # missing or unreadable: opening it says so
     if len(head) < 100 or not head.startswith(b"SQLite format 3\0"):
