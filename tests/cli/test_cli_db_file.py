@@ -130,33 +130,58 @@ def test_a_read_only_or_foreign_database_says_so(tui: Tui, monkeypatch: pytest.M
     assert mine.read_bytes() == before
 
 
-def test_a_database_deleted_under_the_daemon_is_noticed_and_saved(tui: Tui) -> None:
+def _deleted_under_the_daemon(tui: Tui) -> tuple[int, Path]:
     _stored(tui)
     assert tui("daemon", "start").returncode == 0
-    log = Path(json.loads(tui("daemon", "status", "--json").stdout)["log"])
-    try:
-        tui.db.unlink()
+    status = json.loads(tui("daemon", "status", "--json").stdout)
+    tui.db.unlink()
+    return status["pid"], Path(status["log"])
 
-        # A read finds no file and says so, without making an empty one in its place.
-        _refused(tui("ls"), tui.db, "no database at")
-        assert not tui.db.exists()
 
-        # The next viewer is refused with the reason (unless the daemon's own look at the
-        # file, every 2 s, got there first), and the daemon stops.
-        status = tui("daemon", "status")
-        assert "was deleted" in status.stderr or "no tui daemon" in status.stdout, str(status)
-        wait_until(
-            lambda: json.loads(tui("daemon", "status", "--json").stdout)["running"] is False,
-            "the daemon stops",
-        )
-    finally:
-        tui("daemon", "stop")
+def _saved_back(tui: Tui, pid: int, log: Path) -> None:
+    wait_until(lambda: not _alive(pid), "the daemon stops")
     assert f"database {tui.db} was deleted" in log.read_text()
     # Stopping, it wrote what it held back to the path: nothing is lost.
     (task,) = tui.ls()
     assert (task["name"], task["state"]) == ("a", "COMPLETED")
     logs = tui("logs", "a")
     assert logs.stdout.split() == [str(i) for i in range(1, 20001)], str(logs)[:500]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text()  # a zombie has stopped too
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def test_a_viewer_of_a_deleted_database_is_refused_and_nothing_is_lost(
+    tui: Tui, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TUI_DB_CHECK_SECONDS", "3600")  # only a connecting viewer looks
+    pid, log = _deleted_under_the_daemon(tui)
+    try:
+        # A read finds no file and says so, without making an empty one in its place.
+        _refused(tui("ls"), tui.db, "no database at")
+        assert not tui.db.exists()
+        # The next viewer of the daemon is refused with the reason; the daemon stops.
+        _refused(tui("daemon", "status"), tui.db, "was deleted")
+        _saved_back(tui, pid, log)
+    finally:
+        tui("daemon", "stop")
+
+
+def test_the_daemon_notices_a_deleted_database_by_itself(
+    tui: Tui, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TUI_DB_CHECK_SECONDS", "0.2")
+    pid, log = _deleted_under_the_daemon(tui)
+    try:
+        _saved_back(tui, pid, log)  # no viewer connects: the daemon's own look finds it
+    finally:
+        tui("daemon", "stop")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")

@@ -106,8 +106,10 @@ async def _watch_file(store: Store, server: DaemonServer) -> None:
     would go to a file nobody can open again. Closing the store saves what it holds."""
     from tui.store.db import DatabaseFileError
 
+    # $TUI_DB_CHECK_SECONDS: the tests pick when the look happens.
+    every = float(os.environ.get("TUI_DB_CHECK_SECONDS") or FILE_CHECK_EVERY)
     while True:
-        await asyncio.sleep(FILE_CHECK_EVERY)
+        await asyncio.sleep(every)
         try:
             store.check_file()
         except DatabaseFileError as e:
