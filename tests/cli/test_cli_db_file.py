@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,9 @@ def _as_nobody(args: list[str], cwd: Path) -> Result:
     """`tui ARGS` as the user nobody: the test process forks and the child drops to nobody
     before running the same entry point as the `tui` script (the venv's interpreter lives
     where nobody cannot exec it)."""
-    import tomllib  # noqa: F401  (imported now: nobody cannot read the stdlib dir later)
+    # Imported now: once the child is nobody it cannot read the interpreter's stdlib dir.
+    import concurrent.futures.thread  # noqa: F401
+    import tomllib  # noqa: F401
 
     import tui.cli.human
     import tui.cli.inspect
@@ -86,9 +89,11 @@ def _as_nobody(args: list[str], cwd: Path) -> Result:
             sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
             sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
             code = main(args)
+        except BaseException:
+            traceback.print_exc()  # caught as a traceback by the caller
+        finally:
             sys.stdout.flush()
             sys.stderr.flush()
-        finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     res = Result(args, os.waitstatus_to_exitcode(status), out.read_text(), err.read_text())

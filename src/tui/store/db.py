@@ -2,7 +2,7 @@
 
 ``Store`` is the facade every layer above uses: each method is one call on the database
 thread (``tui.store.tx``), running SQL kept with its table (``tasks``, ``runs``,
-``questions``, ``output``, ``journal``, ``engines``, ``commands``). Journal rows written by a
+``questions``, ``output``, ``journal``, ``engines``). Journal rows written by a
 call reach ``on_event`` right after it commits, in commit order.
 """
 
@@ -18,8 +18,9 @@ from typing import Any
 
 from tui.model.states import State
 from tui.model.task import Task
-from tui.store import commands, engines, health, journal, output, questions, runs, tasks
+from tui.store import engines, health, journal, output, questions, runs, tasks
 from tui.store.chunks import ChunkRow, LineRow, group_rows
+from tui.store.engines import engine_sockets
 from tui.store.errors import DatabaseFileError, DiskFullError, StoreError
 from tui.store.health import FileIdentity
 from tui.store.questions import WAITING_REASON, waiting_reason
@@ -43,6 +44,7 @@ __all__ = [
     "Move",
     "Store",
     "StoreError",
+    "engine_sockets",
     "waiting_reason",
 ]
 
@@ -352,19 +354,6 @@ class Store:
         """(id, pid, process start time) of engines that have not said they stopped."""
         return await self._db.call(engines.live, write=False)
 
-    # -- the command inbox -------------------------------------------------------------------
-
-    async def enqueue_command(self, kind: str, payload: dict[str, Any]) -> int:
-        now = time.time()
-        return await self._db.call(lambda t: commands.enqueue(t, kind, payload, now))
-
-    async def pending_commands(self) -> list[tuple[int, str, dict[str, Any]]]:
-        return await self._db.call(commands.pending, write=False)
-
-    async def finish_command(self, command_id: int, ok: bool, reply: str) -> bool:
-        """Mark a command done; False if it was already done (exactly once)."""
-        now = time.time()
-        return await self._db.call(lambda t: commands.finish(t, command_id, ok, reply, now))
-
-    async def command_reply(self, command_id: int) -> tuple[bool, str] | None:
-        return await self._db.call(lambda t: commands.reply(t, command_id), write=False)
+    async def set_engine_socket(self, engine_id: str, socket: str) -> None:
+        """Where the engine serves its clients (tui.daemon.server)."""
+        await self._db.call(lambda t: engines.set_socket(t, engine_id, socket))

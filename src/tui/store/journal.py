@@ -44,8 +44,8 @@ def read(t: Tx, after_id: int, limit: int) -> list[EventRecord]:
 def transitions(t: Tx, task_id: str | None) -> list[tuple[str, str, str, str, float]]:
     sql = "SELECT task_id, from_state, to_state, reason, at FROM transitions"
     if task_id:
-        return t.all(sql + " WHERE task_id = ? ORDER BY id", (task_id,))  # type: ignore[return-value]
-    return t.all(sql + " ORDER BY id")  # type: ignore[return-value]
+        return t.all(sql + " WHERE task_id = ? ORDER BY id", (task_id,))
+    return t.all(sql + " ORDER BY id")
 
 
 def last_id(t: Tx) -> int:

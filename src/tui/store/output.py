@@ -45,7 +45,7 @@ def append_raw(t: Tx, rows: Sequence[tuple[str, int, int, float, str]]) -> None:
 
 
 def read_raw(t: Tx, task_id: str) -> list[tuple[int, str]]:
-    return t.all(  # type: ignore[return-value]
+    return t.all(
         "SELECT run_id, text FROM raw_output WHERE run_id IN"
         " (SELECT id FROM runs WHERE task_id = ?) ORDER BY run_id, seq",
         (task_id,),
@@ -76,7 +76,7 @@ def read_chunks(t: Tx, after_id: int, limit: int) -> list[tuple[int, ChunkRow]]:
     out: list[tuple[int, ChunkRow]] = []
     lines = 0
     for id_, *chunk in t.db.execute(_FROM + " ORDER BY id", (after_id + 1, after_id)):
-        out.append((id_, tuple(chunk)))  # type: ignore[arg-type]
+        out.append((id_, tuple(chunk)))
         lines += chunk[6]
         if lines >= limit:
             break

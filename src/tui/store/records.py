@@ -156,7 +156,7 @@ class QuestionRecord:
     answered_at: float | None
 
     @staticmethod
-    def from_row(row: tuple) -> QuestionRecord:
+    def from_row(row: tuple[Any, ...]) -> QuestionRecord:
         qid, task_id, run_id, kind, payload, status, answer, created, answered = row
         return QuestionRecord(
             qid,
@@ -195,7 +195,7 @@ class EventRecord:
     at: float
 
     @staticmethod
-    def from_row(row: tuple) -> EventRecord:
+    def from_row(row: tuple[Any, ...]) -> EventRecord:
         id_, task_id, kind, frm, to, reason, data, at = row
         return EventRecord(id_, task_id, kind, frm, to, reason, json.loads(data or "{}"), at)
 

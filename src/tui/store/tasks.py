@@ -183,7 +183,7 @@ def _existing_ids(t: Tx, wanted: Sequence[str]) -> set[str]:
 _STATES = {s.value: s for s in State}
 
 
-def from_row(row: tuple, deps: list[str]) -> TaskRecord:
+def from_row(row: tuple[Any, ...], deps: list[str]) -> TaskRecord:
     tid, name, spec, state, reason, approved, attempts, base, retry_at, cost, tin, tout = row[:12]
     rej, q, res, created, updated, seq = row[12:]
     return TaskRecord(

@@ -42,11 +42,11 @@ class Tx:
         self.db = db
         self.events: list[EventRecord] = []
 
-    def one(self, sql: str, args: Sequence[Any] = ()) -> tuple:
+    def one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...]:
         row = self.db.execute(sql, args).fetchone()
         return tuple(row) if row is not None else ()
 
-    def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+    def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.db.execute(sql, args).fetchall()]
 
     def event(
