@@ -47,6 +47,8 @@ class PermissionMode(StrEnum):
     DELEGATE = "delegate"
 
 
+MAX_ATTEMPTS = 1000  # more is a typo, and a huge one no longer fits SQLite's integers
+
 AGENT_TYPES = ("claude", "shell", "gemini", "codex", "taskfile")
 
 # Columns the engine owns; a YAML file setting them is warned, not rejected.
@@ -80,7 +82,7 @@ class AgentConfig(_Model):
     context_files: list[str] = Field(default_factory=list)
     instructions: str = ""
     project_dir: str = ""
-    max_budget_usd: float = Field(default=0.0, ge=0)
+    max_budget_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     permission_mode: PermissionMode = PermissionMode.NONE
     allowed_tools: list[str] = Field(default_factory=list)
     disallowed_tools: list[str] = Field(default_factory=list)
@@ -124,7 +126,7 @@ class AgentConfig(_Model):
 
 
 class RetryConfig(_Model):
-    max_attempts: int = Field(default=1, ge=1)
+    max_attempts: int = Field(default=1, ge=1, le=MAX_ATTEMPTS)
     backoff: Backoff = Backoff.NONE
     # Extension: base delay between attempts, written as a Go duration ("2s").
     delay: float = 1.0
