@@ -25,6 +25,7 @@ FIXES: dict[str, str] = {
     "agent.type": f"use one of {', '.join(AGENT_TYPES)}; leave it out for claude",
     "agent.permission_mode": "use one of the listed modes, or leave it out for the default",
     "agent.max_budget_usd": "use a dollar amount >= 0, or 0 for no budget limit",
+    "agent.env": "remove it from env; export it in the shell that starts tui instead",
     "timeout": _DURATION_FIX,
     "retry.delay": 'write a Go duration such as "2s" or "500ms"',
     "retry.max_attempts": "use a whole number from 1 to 1000 (1 means no retries)",

@@ -55,6 +55,15 @@ AGENT_TYPES = ("claude", "shell", "gemini", "codex", "taskfile")
 RUNTIME_FIELDS = ("state", "rejection_comment", "question_json", "created_at", "updated_at")
 
 
+# Validation context for a spec read back from the database: checks added for new input
+# (ids, secrets in env, bounds) must not make a task stored before them unreadable.
+STORED: dict[str, Any] = {"stored": True}
+
+
+def is_stored(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("stored"))
+
+
 def _one_of(field: str, value: Any, choices: tuple[str, ...], optional: bool) -> str:
     """Return ``value`` if it is an allowed choice, else raise a message a person can act on."""
     if isinstance(value, str) and value in choices:
@@ -95,8 +104,8 @@ class AgentConfig(_Model):
 
     @field_validator("env")
     @classmethod
-    def _no_secrets(cls, value: dict[str, str]) -> dict[str, str]:
-        return refuse_secrets(value)
+    def _no_secrets(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        return value if is_stored(info) else refuse_secrets(value)
 
     # agent.type taskfile: the Taskfile task to run, and what it gets as {{.CLI_ARGS}}.
     task: str = ""
@@ -126,10 +135,17 @@ class AgentConfig(_Model):
 
 
 class RetryConfig(_Model):
-    max_attempts: int = Field(default=1, ge=1, le=MAX_ATTEMPTS)
+    max_attempts: int = Field(default=1, ge=1)
     backoff: Backoff = Backoff.NONE
     # Extension: base delay between attempts, written as a Go duration ("2s").
     delay: float = 1.0
+
+    @field_validator("max_attempts")
+    @classmethod
+    def _at_most(cls, value: int, info: ValidationInfo) -> int:
+        if value > MAX_ATTEMPTS and not is_stored(info):
+            raise ValueError(f"retry.max_attempts must be <= {MAX_ATTEMPTS}; got {value}")
+        return value
 
     @field_validator("backoff", mode="before")
     @classmethod
