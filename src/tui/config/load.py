@@ -192,6 +192,18 @@ def load_settings(project_dir: Path | None = None) -> tuple[Settings, list[Issue
     return Settings.model_construct(**{**Settings().model_dump(), **merged}), issues
 
 
+def user_settings() -> Settings:
+    """[settings] of the user's own config.toml alone: what a project's file may not grant.
+    A broken file grants nothing (`tui config validate` reports it)."""
+    path = global_config_path()
+    try:
+        text, data = read_toml(path)
+    except (FileNotFoundError, TomlProblem):
+        return Settings()
+    origin = Origin(path, user_config_dir(), "global", text)
+    return _settings(origin, data.get("settings", {}), []) or Settings()
+
+
 def settings_or_raise(project_dir: Path | None = None) -> Settings:
     settings, issues = load_settings(project_dir)
     if issues:
