@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -24,19 +23,36 @@ CPU_SECONDS = 1.0  # CPU time, not wall time: other work on the machine does not
 HANG_GUARD = 60.0  # seconds before a `tui validate` is declared hung and killed
 
 
+# Runs the command and writes its peak RSS (KB) to argv[1]. A child's maxrss starts from its
+# parent's high-water mark (exec keeps it), so the child must come from this small process,
+# not from pytest, whose own size would be measured.
+MEASURE = """
+import resource, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as f:
+    f.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(code)
+"""
+
+
 def run_measured(argv: list[str], cwd: Path) -> tuple[int, str, float]:
-    """(exit code, output, peak RSS in MB) of one child, its own rusage from wait4."""
-    out = cwd / "validate.out"
+    """(exit code, output, peak RSS in MB) of the command, via getrusage(RUSAGE_CHILDREN)."""
+    out, peak = cwd / "measured.out", cwd / "measured.rss"
     with open(out, "wb") as f:
-        proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=cwd)
-    timer = threading.Timer(HANG_GUARD, os.kill, (proc.pid, signal.SIGKILL))
-    timer.start()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", MEASURE, str(peak), *argv],
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=True,
+        )
     try:
-        _, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        timer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    return proc.returncode, out.read_text(errors="replace"), usage.ru_maxrss / 1024
+        code = proc.wait(timeout=HANG_GUARD)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        pytest.fail(f"{argv} hung for {HANG_GUARD:.0f}s")
+    return code, out.read_text(errors="replace"), int(peak.read_text()) / 1024
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
