@@ -17,6 +17,7 @@ from tests.model.hostile_files import EXPECTED, HOSTILE, TASK
 from tui.model.issues import TaskFileError
 from tui.model.limits import MAX_FILE_BYTES
 from tui.model.loader import load_task_files, load_task_text
+from tui.model.task import STORED, Task
 
 PEAK_RSS_MB = 100
 CPU_SECONDS = 1.0  # CPU time, not wall time: other work on the machine does not count
@@ -155,3 +156,19 @@ def test_task_ids_are_a_documented_character_set(bad: str) -> None:
     for good in ("build-1", "v2.release_candidate", "0b5c9a3e-1d2f-4c8a-9e7b-123456789abc"):
         [task] = load_task_text(f"id: {good}\n{TASK}", "t.yaml").tasks
         assert task.id == good
+
+
+@pytest.mark.parametrize("value", ["7.88e-295", "1.0e-10", "'0.4ns'"])
+def test_a_duration_below_a_nanosecond_is_not_stored_as_no_limit(value: str) -> None:
+    """Found by the soak: stored as "0s", it read back as no limit at all."""
+    text = f"name: a\ntimeout: {value}\nagent: {{type: shell, instructions: x}}\n"
+    with pytest.raises(TaskFileError, match="at least 1ns, or 0 for no limit"):
+        load_task_text(text, "t.yaml")
+
+
+@pytest.mark.parametrize("value", ["0.1", "1.5", "'1.0000000004s'", "'2h3m4.5s'", "0.000001"])
+def test_durations_read_back_as_they_were_stored(value: str) -> None:
+    text = f"name: a\ntimeout: {value}\nagent: {{type: shell, instructions: x}}\n"
+    [task] = load_task_text(text, "t.yaml").tasks
+    again = Task.model_validate_json(task.model_dump_json(), context=STORED)
+    assert again.timeout == task.timeout > 0

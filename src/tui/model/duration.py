@@ -43,7 +43,7 @@ def parse_duration(value: str | int | float | None) -> float:
             raise ValueError(f"duration must be >= 0; got {value!r}")
         if value > MAX_SECONDS:
             raise ValueError(f"{_TOO_LONG}; write e.g. 0 for no limit")
-        return float(value)
+        return _whole_ns(Fraction(value) * _NS_PER_S, repr(value))
     if not isinstance(value, str):
         raise ValueError(f"expected a duration, got {type(value).__name__}; {_EXAMPLE}")
 
@@ -69,8 +69,17 @@ def parse_duration(value: str | int | float | None) -> float:
         raise ValueError(f'duration must be >= 0; got "{text}"')
     if total > MAX_NS:
         raise ValueError(f'{_TOO_LONG}; got "{text}"')
-    # Exact arithmetic, one rounding: "0.1s" is exactly float(0.1).
-    return float(total / _NS_PER_S)
+    return _whole_ns(total, f'"{text}"')
+
+
+def _whole_ns(ns: Fraction, shown: str) -> float:
+    """Seconds for ``ns`` rounded to whole nanoseconds, as Go keeps durations, so a stored
+    duration (written back as text) reads back the same. Exact arithmetic, one rounding:
+    "0.1s" is exactly float(0.1)."""
+    whole = round(ns)
+    if whole == 0 and ns > 0:  # it would read back as 0: no limit at all
+        raise ValueError(f"duration must be at least 1ns, or 0 for no limit; got {shown}")
+    return float(Fraction(whole, _NS_PER_S))
 
 
 def _fixed(count: int, unit: int) -> str:
