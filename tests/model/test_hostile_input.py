@@ -172,3 +172,14 @@ def test_durations_read_back_as_they_were_stored(value: str) -> None:
     [task] = load_task_text(text, "t.yaml").tasks
     again = Task.model_validate_json(task.model_dump_json(), context=STORED)
     assert again.timeout == task.timeout > 0
+
+
+@pytest.mark.parametrize("given", ["vars: {n: .inf}", "vars: {n: -.inf}", "vars: {n: .nan}"])
+def test_number_variables_are_finite(given: str) -> None:
+    """inf was filled in as "inf" and stored as null: the task could not be read back."""
+    text = (
+        f"name: a\nvariables: [{{name: n, type: number}}]\n{given}\n"
+        "agent: {type: shell, instructions: 'x {{n}}'}\n"
+    )
+    with pytest.raises(TaskFileError, match="n must be a number"):
+        load_task_text(text, "t.yaml")
