@@ -32,6 +32,14 @@ LAUGHS = (
     + ']>\n<task type="atomic" name="lol"><instructions>&i;</instructions></task>\n'
 )
 HOSTILE_XML = {
+    "multi-byte-encoding": (
+        '<?xml version="1.0" encoding="UTF-32"?><task type="atomic" name="x"/>',
+        "cannot read its encoding",
+    ),
+    "unknown-encoding": (
+        '<?xml version="1.0" encoding="bogus"?><task type="atomic" name="x"/>',
+        "cannot read its encoding",
+    ),
     "billion-laughs": (LAUGHS, "DOCTYPE and entity declarations are not allowed"),
     "external-entity": (
         '<?xml version="1.0"?>\n<!DOCTYPE t [<!ENTITY e SYSTEM "file:///etc/passwd">]>\n'

@@ -88,6 +88,8 @@ NASTY = [
     "<![CDATA[",
     "]]>",
     "<?xml version='1.0'?>",
+    "<?xml version='1.0' encoding='shift_jis'?>",
+    "<?xml version='1.0' encoding='bogus'?>",
     "\ud7ff",
     "\U0001f600",
 ]

@@ -90,10 +90,16 @@ def test_a_file_past_the_size_limit_is_not_read_whole(tmp_path: Path) -> None:
     )
     assert code == 2 and "larger than 10,000,000 bytes" in output, output
     assert peak_mb < PEAK_RSS_MB
-    endless = tmp_path / "endless.yaml"  # the size check reads, it does not trust stat
+    endless = tmp_path / "endless.yaml"
     endless.symlink_to("/dev/zero")
-    with pytest.raises(TaskFileError, match="larger than"):
-        load_task_files([endless])
+    fifo = tmp_path / "fifo.yaml"  # opening it for reading would wait for a writer
+    os.mkfifo(fifo)
+    with pytest.raises(TaskFileError) as refused:
+        load_task_files([endless, fifo])
+    assert [(i.file, i.message) for i in refused.value.issues] == [
+        (str(endless), "not a regular file"),
+        (str(fifo), "not a regular file"),
+    ]
 
 
 def test_limits_leave_ordinary_files_alone() -> None:

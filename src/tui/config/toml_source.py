@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from tui.model.limits import MAX_DEPTH, read_bounded
+from tui.model.limits import MAX_DEPTH, UnreadableInput, read_bounded
 
 INT_MAX = 2**63 - 1  # TOML integers are 64-bit; tomllib does not check
 
@@ -28,8 +28,8 @@ def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
         raise
     except UnicodeDecodeError:
         raise TomlProblem("cannot read: not UTF-8 text", None, "save it as UTF-8") from None
-    except ValueError as e:  # too large
-        raise TomlProblem(str(e), None, "keep config.toml small; move long text to files") from None
+    except UnreadableInput as e:
+        raise TomlProblem(str(e), None, e.fix) from None
     except OSError as e:
         raise TomlProblem(f"cannot read: {e}", None, "check the file") from None
     try:

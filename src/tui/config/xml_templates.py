@@ -25,7 +25,7 @@ import defusedxml.ElementTree as DefusedET
 from defusedxml import DefusedXmlException
 
 from tui.model.issues import Issue
-from tui.model.limits import MAX_DEPTH, read_bounded
+from tui.model.limits import MAX_DEPTH, UnreadableInput, read_bounded
 
 TEMPLATE_DIR = "templates"
 _TOP = ("description", "instructions", "inputs", "output_format", "context_management")
@@ -55,8 +55,11 @@ def read_xml_template(path: Path, issues: list[Issue]) -> tuple[str, dict[str, A
     except OSError as e:
         problem("", f"cannot read: {e.strerror}", "check the file")
         return None
-    except ValueError as e:  # larger than MAX_FILE_BYTES
-        problem("", str(e), "keep templates small; put long text in a context file")
+    except UnreadableInput as e:
+        problem("", str(e), e.fix)
+        return None
+    except (LookupError, ValueError) as e:  # encoding="bogus", or a multi-byte one
+        problem("", f"cannot read its encoding: {e}", 'save it as UTF-8 (encoding="UTF-8")')
         return None
     if _deeper_than(root, MAX_DEPTH):
         problem("", f"nested more than {MAX_DEPTH} levels deep", "flatten the elements")

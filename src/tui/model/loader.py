@@ -14,7 +14,7 @@ from tui.model.dependencies import find_cycles, resolve_dependencies
 from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
 from tui.model.issues import Issue, TaskFileError
-from tui.model.limits import MAX_ID_CHARS, read_bounded
+from tui.model.limits import MAX_ID_CHARS, UnreadableInput, read_bounded
 from tui.model.task import RUNTIME_FIELDS, Task
 from tui.model.variables import Variable, fill, resolve, unknown_uses
 from tui.model.yaml_source import Path as KeyPath
@@ -46,8 +46,8 @@ def load_task_files(paths: Sequence[str | Path], known_ids: Collection[str] = ()
             text = read_bounded(str(path)).decode("utf-8")
         except UnicodeDecodeError:
             issues.append(Issue(str(path), None, "", "file is not UTF-8 text", "save it as UTF-8"))
-        except ValueError as exc:  # larger than MAX_FILE_BYTES
-            issues.append(Issue(str(path), None, "", str(exc), "split it into several files"))
+        except UnreadableInput as exc:
+            issues.append(Issue(str(path), None, "", str(exc), exc.fix))
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             issues.append(
