@@ -106,7 +106,7 @@ def check_limits(text: str) -> None:
         while loader.check_event():
             event = loader.get_event()
             kind = type(event)
-            if len(stack) <= 2 and kind is not events.MappingEndEvent:
+            if len(stack) <= 2:
                 tasks.see(event, len(stack))
             if kind is events.ScalarEvent:
                 nodes += 1
