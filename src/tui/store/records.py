@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.model.states import UNSUCCESSFUL, State
-from tui.model.task import Task
+from tui.model.task import STORED, Task
 
 
 @dataclass
@@ -40,7 +40,7 @@ class TaskRecord:
     def task(self) -> Task:
         spec = self.spec
         if isinstance(spec, str):
-            spec = self.spec = Task.model_validate_json(spec)
+            spec = self.spec = Task.model_validate_json(spec, context=STORED)
         return spec
 
     def spec_fields(self, *keys: str) -> tuple[Any, ...]:
