@@ -456,6 +456,8 @@ class TuiApp(App[None]):
         except TemplateError as e:  # e.g. a broken .agent/Taskfile.yml
             self.notify(str(e), title="Templates", severity="error", timeout=10)
             return
+        for warning in (w for s in sources for w in s.warnings):  # e.g. a broken Taskfile
+            self.notify(warning, title="Templates", severity="warning", timeout=10)
         if not templates:
             self.notify(
                 "no templates yet: add [tasks.NAME] to config.toml, or tasks to"

@@ -8,7 +8,8 @@ list and run templates only through it.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -42,18 +43,37 @@ class Template:
     alias: str
     description: str
     source: str  # global | local | taskfile
+    label: str = ""  # shown beside the name (a Taskfile task's `label:`); never run by
+    wildcard: bool = False  # the name is a pattern (`release:*`): run it by a matching name
 
-    def as_json(self) -> dict[str, str]:
-        return {
+    def matches(self, wanted: str) -> bool:
+        if wanted in (self.name, self.alias):
+            return True
+        if not self.wildcard:
+            return False
+        parts = (re.escape(p) for p in self.name.split("*"))
+        return re.fullmatch("(.*)".join(parts), wanted, re.DOTALL) is not None
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "name": self.name,
             "alias": self.alias,
             "description": self.description,
             "source": self.source,
         }
+        if self.label:
+            out["label"] = self.label
+        if self.wildcard:
+            out["wildcard"] = True
+        return out
 
 
 class TemplateSource(Protocol):
+    warnings: list[str]  # problems that kept some of its templates out (shown, not fatal)
+
     def templates(self) -> list[Template]: ...
+
+    def summary(self) -> str: ...
 
     async def make_task(self, name: str, request: TaskRequest) -> Task: ...
 
@@ -67,15 +87,21 @@ def template_sources(config: Config) -> list[TemplateSource]:
 
 
 def all_templates(sources: list[TemplateSource]) -> list[Template]:
-    return [t for s in sources for t in s.templates()]
+    """Every template, alphabetically by name (a name two sources share keeps lookup order)."""
+    return sorted((t for s in sources for t in s.templates()), key=lambda t: t.name)
 
 
 def find(sources: list[TemplateSource], wanted: str) -> tuple[TemplateSource, Template]:
-    """The template called (or aliased) ``wanted``; the first source that has it wins."""
+    """The template called (or aliased) ``wanted``, or the wildcard pattern it matches (the
+    template then carries ``wanted`` as its name); the first source that has it wins."""
     for source in sources:
         for t in source.templates():
             if wanted in (t.name, t.alias):
                 return source, t
+    for source in sources:
+        for t in source.templates():
+            if t.matches(wanted):
+                return source, replace(t, name=wanted, wildcard=False)
     names = [n for t in all_templates(sources) for n in (t.name, t.alias) if n]
     guess = did_you_mean(wanted, names)
     hint = f"; did you mean {guess[0]!r}?" if guess else ""
@@ -87,6 +113,15 @@ class ConfigTemplates:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self.warnings: list[str] = []
+
+    def summary(self) -> str:
+        by_scope: dict[str, int] = {}
+        for i in self.config.tasks.values():
+            scope = i.origin.scope if i.origin else "global"
+            by_scope[scope] = by_scope.get(scope, 0) + 1
+        counts = ", ".join(f"{n} {scope}" for scope, n in sorted(by_scope.items()))
+        return f"{len(self.config.tasks)} template(s) from config.toml and XML ({counts or 'none'})"
 
     def templates(self) -> list[Template]:
         return [
