@@ -73,8 +73,6 @@ def test_alias_clash_first_wins_with_a_warning_naming_both(dirs: Dirs) -> None:
         ('[tasks.ok]\nprompt = "x"\nalias = "Bad_Alias"\n', "tasks.ok.alias: invalid alias"),
         ("[tasks.empty]\n", "give at least one of file, command or prompt"),
         ('[tasks.x]\nprompt = "{instruction}"\n', "did you mean {instructions}?"),
-        ('[tasks.x]\nprompt = "use {file}"\n', "{file} is used but no file is set"),
-        ('[tasks.x]\nprompt = "{command_output}"\n', "no command is set"),
         ('[tasks.x]\nprompt = "a { b"\n', "lone '{'"),
         ('[tasks.x]\nprompt = "p"\npriority = "urgent"\n', "tasks.x.priority: priority must be"),
         ('[tasks.x]\nprompt = "p"\ntimeout = "soon"\n', "tasks.x.timeout"),

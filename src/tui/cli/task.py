@@ -100,6 +100,7 @@ async def cmd_task(args: argparse.Namespace) -> int:
         _print_warnings(sources)  # a source that could not load may be why it is missing
         err(str(e))
         return 2
+    _print_warnings(sources)  # e.g. a context's file that is not there
     async with open_store(args.db) as store:
         return await run_tasks(store, [task], args)
 

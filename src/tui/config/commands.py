@@ -1,12 +1,36 @@
-"""Run a config's ``command`` for ``{command_output}``: ``SHELL -c COMMAND`` with the command
-string from the config only (user text never reaches a shell), in its own process group."""
+"""Run a config's ``command`` for ``{command_output}``: ``SHELL -c COMMAND`` (or the way the
+configured interpreter takes a script: ``node -e``, ``python -c``...) with the command string
+from the config only (user text never reaches a shell), in its own process group."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tui.engine.procs import terminate_group
+
+# How each interpreter runs a script given as an argument; others need `shell_args`.
+SCRIPT_FLAGS = {
+    "sh": ["-c"],
+    "bash": ["-c"],
+    "zsh": ["-c"],
+    "dash": ["-c"],
+    "ksh": ["-c"],
+    "fish": ["-c"],
+    "pwsh": ["-Command"],
+    "node": ["-e"],
+    "deno": ["eval"],
+    "bun": ["-e"],
+    "python": ["-c"],
+    "ruby": ["-e"],
+    "perl": ["-e"],
+    "php": ["-r"],
+    "lua": ["-e"],
+}
+_VERSIONED = re.compile(r"^(python|ruby|perl|php|lua)[0-9.]*$")
 
 
 @dataclass(frozen=True)
@@ -15,12 +39,39 @@ class CommandResult:
     output: str  # stdout and stderr, interleaved as written
 
 
-async def run_command(command: str, *, shell: str, timeout: float, cwd: str) -> CommandResult:
-    return await run_argv([shell, "-c", command], timeout=timeout, cwd=cwd)
+def script_argv(shell: str, command: str, shell_args: Sequence[str] | None = None) -> list[str]:
+    """``[shell, *flags, command]``: ``shell_args`` when given, else the interpreter's own
+    flag. ValueError for an interpreter tui does not know (the message says to set
+    shell_args)."""
+    if shell_args is not None:
+        return [shell, *shell_args, command]
+    base = os.path.basename(shell)
+    flags = SCRIPT_FLAGS.get(base)
+    if flags is None and (m := _VERSIONED.match(base)):
+        flags = SCRIPT_FLAGS[m.group(1)]
+    if flags is None:
+        known = ", ".join(SCRIPT_FLAGS)
+        raise ValueError(
+            f"tui does not know how {shell!r} takes a script (it knows {known}); "
+            'set shell_args, e.g. shell_args = ["-c"]'
+        )
+    return [shell, *flags, command]
+
+
+async def run_command(
+    command: str,
+    *,
+    shell: str,
+    timeout: float,
+    cwd: str,
+    shell_args: Sequence[str] | None = None,
+) -> CommandResult:
+    return await run_argv(script_argv(shell, command, shell_args), timeout=timeout, cwd=cwd)
 
 
 async def run_argv(argv: list[str], *, timeout: float, cwd: str | None = None) -> CommandResult:
-    """Run ``argv`` to its end or ``timeout`` (0 = none); OSError when it cannot start."""
+    """Run ``argv`` to its end or ``timeout`` (0 = none); OSError when it cannot start.
+    stdout and stderr share one pipe, so the output keeps the order it was written in."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,

@@ -16,11 +16,13 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from tui.config import placeholders
+from tui.config.agent_command import check_command
 from tui.config.paths import global_config_path, local_config_path, user_config_dir
 from tui.config.schema import (
     AGENT_DEFAULTS,
     NAME_FIX,
     NAME_RE,
+    NOT_USED,
     SECTION_MODELS,
     SECTIONS,
     TASK_DEFAULTS,
@@ -92,6 +94,9 @@ class Config:
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> task name
     files: list[Origin] = field(default_factory=list)
     warnings: list[Issue] = field(default_factory=list)
+    # (section, name) of entries left out for their own errors: a reference to one is not
+    # reported again as "unknown" (one real error, no cascade).
+    broken: set[tuple[str, str]] = field(default_factory=set)
 
     def agent(self, name: str) -> Item[AgentDef] | None:
         if name in self.agents:
@@ -107,6 +112,11 @@ class Config:
 # -- reading -------------------------------------------------------------------------------
 
 
+# `start` keeps each section in a file of its own beside config.toml; tui reads them too, in
+# this order after config.toml, so a `start` config directory works unmodified.
+SECTION_FILES = ("agents.toml", "roles.toml", "contexts.toml", "tasks.toml")
+
+
 def config_files(project_dir: Path) -> list[tuple[Path, Path, Scope]]:
     """(file, base dir, scope) in merge order: global first, then the project's."""
     return [
@@ -115,9 +125,18 @@ def config_files(project_dir: Path) -> list[tuple[Path, Path, Scope]]:
     ]
 
 
+def _all_files(project_dir: Path) -> list[tuple[Path, Path, Scope]]:
+    """config.toml and the section files beside it, global ones first."""
+    out = []
+    for path, base, scope in config_files(project_dir):
+        out.append((path, base, scope))
+        out += [(path.parent / name, base, scope) for name in SECTION_FILES]
+    return out
+
+
 def _read(project_dir: Path, issues: list[Issue]) -> list[tuple[Origin, dict[str, Any]]]:
     found = []
-    for path, base, scope in config_files(project_dir):
+    for path, base, scope in _all_files(project_dir):
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -175,10 +194,34 @@ def _relative(err: ErrorDetails) -> ErrorDetails:
     return err if err["loc"] else {**err, "loc": ()}  # type: ignore[typeddict-item]
 
 
+def _not_used(data: dict[str, Any]) -> list[str]:
+    """The dotted names of `start` keys tui does not use, in ``data`` (one file)."""
+    found = []
+    for section, keys in NOT_USED.items():
+        raw = data.get(section)
+        if not isinstance(raw, dict):
+            continue
+        if section == "settings":
+            found += [f"settings.{k}" for k in keys if k in raw]
+            continue
+        for name, body in raw.items():
+            if isinstance(body, dict):
+                found += [f"{section}.{name}.{k}" for k in keys if k in body]
+    return found
+
+
+def _used(section: str, body: Any) -> Any:
+    """``body`` without the keys of NOT_USED (they are reported once per file instead)."""
+    if not isinstance(body, dict) or not NOT_USED.get(section):
+        return body
+    return {k: v for k, v in body.items() if k not in NOT_USED[section]}
+
+
 def _settings(origin: Origin, raw: Any, issues: list[Issue]) -> Settings | None:
     if not isinstance(raw, dict):
         issues.append(origin.issue("settings", "", "", "must be a table", "write [settings]"))
         return None
+    raw = _used("settings", raw)
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as exc:
@@ -223,6 +266,18 @@ def load_config(project_dir: Path | None = None) -> Config:
     config = Config(project_dir, settings)
     for origin, data in _read(project_dir, []):  # read problems are already in issues
         config.files.append(origin)
+        unused = _not_used(data)
+        if unused:
+            config.warnings.append(
+                Issue(
+                    str(origin.path),
+                    None,
+                    "",
+                    f"not used by tui: {', '.join(unused)}",
+                    "nothing to do (they are `start` settings); remove them to silence this",
+                    "warning",
+                )
+            )
         for section, model in SECTION_MODELS.items():
             raw = data.get(section, {})
             if not isinstance(raw, dict):
@@ -230,9 +285,14 @@ def load_config(project_dir: Path | None = None) -> Config:
                 issues.append(origin.issue(section, "", "", "must be a table of tables", fix))
                 continue
             for name, body in raw.items():
-                item = _entry(origin, section, name, body, model, issues)
+                item = _entry(
+                    origin, section, name, _used(section, body), model, issues, config.warnings
+                )
                 if item is not None:
                     getattr(config, section)[name] = item
+                    config.broken.discard((section, name))
+                elif name not in getattr(config, section):
+                    config.broken.add((section, name))
     _add_xml_templates(config, issues)
     _check_references(config, issues)
     _collect_aliases(config)
@@ -259,14 +319,20 @@ def _add_xml_templates(config: Config, issues: list[Issue]) -> None:
             origin = Origin(path, base_dir, scope)
             if old is not None and scope == "global":
                 continue  # the project's own template of that name wins
-            item = _entry(origin, "tasks", name, body, TaskTemplate, issues)
+            item = _entry(origin, "tasks", name, body, TaskTemplate, issues, config.warnings)
             if item is not None:
                 config.tasks[name] = item
                 config.files.append(origin)
 
 
 def _entry(
-    origin: Origin, section: str, name: str, body: Any, model: type[BaseModel], issues: list[Issue]
+    origin: Origin,
+    section: str,
+    name: str,
+    body: Any,
+    model: type[BaseModel],
+    issues: list[Issue],
+    warnings: list[Issue] | None = None,
 ) -> Item[Any] | None:
     ok = True
     if not NAME_RE.match(name):
@@ -283,21 +349,34 @@ def _entry(
         return None
     before = len(issues)
     if isinstance(value, Source):
-        _check_source(value, origin, section, name, issues)
+        _check_source(value, origin, section, name, issues, warnings)
+    if isinstance(value, AgentDef) and value.type == "command":
+        for message, fix in check_command(value.command):
+            issues.append(origin.issue(section, name, "command", message, fix))
     if isinstance(value, TaskTemplate):
         _check_template(value, origin, name, issues)
     return Item(name, value, origin) if ok and len(issues) == before else None
 
 
 def _check_source(
-    src: Source, origin: Origin, section: str, name: str, issues: list[Issue]
+    src: Source,
+    origin: Origin,
+    section: str,
+    name: str,
+    issues: list[Issue],
+    warnings: list[Issue] | None = None,
 ) -> None:
     if src.prompt is None:
         return
     given = {k for k in ("file", "command") if getattr(src, k)}
     declared = [v.name for v in src.variables] if isinstance(src, TaskTemplate) else []
-    for message, fix in placeholders.check(src.prompt, given, declared):
-        issues.append(origin.issue(section, name, "prompt", message, fix))
+    for message, fix, severity in placeholders.check(src.prompt, given, declared):
+        if severity == "warning":
+            if warnings is not None:
+                where = (section, name, "prompt")
+                warnings.append(origin.issue(*where, message, fix, "warning"))
+        else:
+            issues.append(origin.issue(section, name, "prompt", message, fix))
 
 
 def _check_template(t: TaskTemplate, origin: Origin, name: str, issues: list[Issue]) -> None:
@@ -344,6 +423,8 @@ def _check_references(config: Config, issues: list[Issue]) -> None:
     ) -> None:
         guess = did_you_mean(value, names)
         hint = f"did you mean {guess[0]!r}? " if guess else ""
+        if (kind, value) in config.broken:
+            return  # its own error is already reported
         fix = f"{hint}define [{kind}.{value}], or use one of: {', '.join(names) or '(none yet)'}"
         path = origin or (config.files[-1] if config.files else None)
         if path is not None:

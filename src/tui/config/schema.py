@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -14,11 +15,21 @@ from tui.model.variables import Variable
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_FIX = "use lower-case letters, digits and single dashes, e.g. `code-review`"
-AGENT_KINDS = ("claude", "gemini", "codex", "shell")
+AGENT_KINDS = ("claude", "gemini", "codex", "shell", "command")
+CLI_KINDS = ("claude", "gemini", "codex")  # driven through their own protocols
 NOTIFY_MODES = ("auto", "off", "osc9", "osc777")
 DEFAULT_CONCURRENCY = 4
 DEFAULT_SHELL = "bash"
 SECTIONS = ("settings", "agents", "roles", "contexts", "tasks")
+# Keys of `start`'s own configs that tui reads without using: one "not used by tui" warning,
+# never an error (so a real `start` config loads unmodified).
+NOT_USED: dict[str, tuple[str, ...]] = {
+    "settings": ("log_level", "asset_download", "asset_repo", "asset_path", "assets_index"),
+    "agents": ("url", "models_url"),
+    "roles": (),
+    "contexts": (),
+    "tasks": ("system_prompt", "system_prompt_file"),
+}
 
 # What a [tasks.NAME] may set besides its own keys: defaults for the YAML task it becomes.
 TASK_DEFAULTS = ("timeout", "retry", "priority", "tags", "review", "output_format")
@@ -33,6 +44,7 @@ class Settings(_Model):
     default_agent: str = ""
     default_role: str = ""
     shell: str = ""  # "" = the built-in bash
+    shell_args: list[str] | None = None  # how `shell` takes a script; "" = known per shell
     command_timeout: float = 30.0  # seconds for {command} output; a Go duration in TOML
     concurrency: int | None = Field(default=None, ge=1)
     theme: str = ""
@@ -52,8 +64,12 @@ class Settings(_Model):
 
 
 class AgentDef(_Model):
-    type: str
+    # "" = from `bin` (claude, gemini, codex), else "command" when a command template is given
+    type: str = ""
+    description: str = ""
     bin: str = ""  # the CLI to run (claude, gemini, codex)
+    # `start`'s argv template for a custom agent CLI: {bin} {model} {role} {role_file} {prompt}
+    command: str = ""
     default_model: str = ""
     models: dict[str, str] = Field(default_factory=dict)  # short name -> model id
     args: list[str] = Field(default_factory=list)  # extra CLI arguments
@@ -69,10 +85,25 @@ class AgentDef(_Model):
     @field_validator("type", mode="before")
     @classmethod
     def _check_type(cls, value: Any) -> Any:
-        return _one_of("type", value, AGENT_KINDS, optional=False)
+        return _one_of("type", value, AGENT_KINDS, optional=True)
 
     @model_validator(mode="after")
     def _shell_needs_script(self) -> AgentDef:
+        if not self.type:
+            # A `start` agent names its CLI in `bin`: tui drives the CLIs it knows with their
+            # own protocol, and runs any other through its command template.
+            known = os.path.basename(self.bin)
+            if known in CLI_KINDS:
+                self.type = known
+            elif self.command:
+                self.type = "command"
+            else:
+                raise ValueError(
+                    f"type is required: use one of {', '.join(AGENT_KINDS)} "
+                    '(or command = "{bin} --model {model} {prompt}" for another CLI)'
+                )
+        if self.type == "command" and not self.command.strip():
+            raise ValueError('a command agent needs command = "{bin} ... {prompt}"')
         if self.type == "shell" and not self.script.strip():
             raise ValueError('a shell agent needs script = "..." (the prompt is in $TUI_PROMPT)')
         if self.type != "shell" and self.script:
@@ -83,10 +114,13 @@ class AgentDef(_Model):
 class Source(_Model):
     """Where a role's, context's or template's text comes from (at least one of the three)."""
 
+    description: str = ""
     file: str = ""
     command: str = ""
     prompt: str | None = None
     shell: str = ""
+    # How `shell` takes a script; "" = known from the interpreter (sh -c, node -e, ...).
+    shell_args: list[str] | None = None
     command_timeout: float | None = None
 
     @field_validator("command_timeout", mode="before")
@@ -114,7 +148,6 @@ class TaskTemplate(Source):
     model_config = ConfigDict(extra="allow")
 
     alias: str = ""
-    description: str = ""
     role: str = ""
     agent: str = ""
     contexts: list[str] = Field(default_factory=list)  # optional contexts this template uses
