@@ -33,13 +33,14 @@ from tui.config.schema import (
     Source,
     TaskTemplate,
 )
-from tui.config.xml_templates import read_xml_template, template_files
+from tui.config.xml_templates import read_xml_templates, template_files
 from tui.model.error_text import human_error
 from tui.model.issues import Issue, TaskFileError
 from tui.model.suggest import did_you_mean
 from tui.model.task import Task
 
 M = TypeVar("M", bound=BaseModel)
+XML_NAME_RE = re.compile(r"^[a-z0-9]+([-_][a-z0-9]+)*$")
 Scope = Literal["global", "local"]
 BUILTIN_AGENTS = ("claude", "gemini", "codex")  # usable by name without an [agents.X] table
 
@@ -106,7 +107,8 @@ class Config:
         return None
 
     def task(self, name_or_alias: str) -> Item[TaskTemplate] | None:
-        return self.tasks.get(self.aliases.get(name_or_alias, name_or_alias))
+        name = self.aliases.get(name_or_alias, name_or_alias)
+        return self.tasks.get(name) or self.tasks.get(name.replace("-", "_"))
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -303,25 +305,34 @@ def load_config(project_dir: Path | None = None) -> Config:
 
 def _add_xml_templates(config: Config, issues: list[Issue]) -> None:
     """XML atomic templates beside each config.toml; a local one replaces a global one, and
-    one scope may not define a name twice."""
+    one scope may not define a name twice. A template that cannot be used is a warning (the
+    Task System's loader warns too): every other template still loads."""
     for _, base_dir, scope in config_files(config.project_dir):
         folder = base_dir if scope == "global" else base_dir / ".tui"
         for path in template_files(folder):
-            read = read_xml_template(path, issues)
-            if read is None:
-                continue
-            name, body = read
-            old = config.tasks.get(name)
-            if old is not None and old.origin is not None and old.origin.scope == scope:
-                fix = f"rename one of them (the other is in {old.origin.path})"
-                issues.append(Issue(str(path), None, "task@name", f"{name!r} defined twice", fix))
-                continue
             origin = Origin(path, base_dir, scope)
-            if old is not None and scope == "global":
-                continue  # the project's own template of that name wins
-            item = _entry(origin, "tasks", name, body, TaskTemplate, issues, config.warnings)
-            if item is not None:
-                config.tasks[name] = item
+            added = False
+            for name, body in read_xml_templates(path, config.warnings):
+                old = config.tasks.get(name)
+                if old is not None and old.origin is not None and old.origin.scope == scope:
+                    fix = f"rename one of them (the other is in {old.origin.path})"
+                    issues.append(
+                        Issue(str(path), None, "task@name", f"{name!r} defined twice", fix)
+                    )
+                    continue
+                if old is not None and scope == "global":
+                    continue  # the project's own template of that name wins
+                problems: list[Issue] = []
+                item = _entry(origin, "tasks", name, body, TaskTemplate, problems, config.warnings)
+                for p in problems:
+                    message = f"{p.message}; template {name!r} left out"
+                    config.warnings.append(
+                        Issue(p.file, p.line, p.field, message, p.fix, "warning")
+                    )
+                if item is not None:
+                    config.tasks[name] = item
+                    added = True
+            if added:
                 config.files.append(origin)
 
 
@@ -335,7 +346,10 @@ def _entry(
     warnings: list[Issue] | None = None,
 ) -> Item[Any] | None:
     ok = True
-    if not NAME_RE.match(name):
+    # The Task System names templates with underscores (validate_input): valid in XML, and
+    # found by their kebab-case form too.
+    xml = origin.path.suffix == ".xml"
+    if not (XML_NAME_RE if xml else NAME_RE).match(name):
         issues.append(origin.issue(section, name, "", f"invalid name {name!r}", NAME_FIX))
         ok = False
     if not isinstance(body, dict):

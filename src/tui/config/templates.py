@@ -51,6 +51,8 @@ class Template:
     def matches(self, wanted: str) -> bool:
         if wanted in (self.name, self.alias):
             return True
+        if "_" in self.name and wanted == self.name.replace("_", "-"):
+            return True  # an XML template's validate_input is also validate-input
         if not self.wildcard:
             return False
         parts = (re.escape(p) for p in self.name.split("*"))
@@ -103,7 +105,7 @@ def find(sources: list[TemplateSource], wanted: str) -> tuple[TemplateSource, Te
     for source in sources:
         for t in source.templates():
             if t.matches(wanted):
-                return source, replace(t, name=wanted, wildcard=False)
+                return source, (replace(t, name=wanted, wildcard=False) if t.wildcard else t)
     names = [n for t in all_templates(sources) for n in (t.name, t.alias) if n]
     guess = did_you_mean(wanted, names)
     hint = f"; did you mean {guess[0]!r}?" if guess else ""
