@@ -70,19 +70,16 @@ class TaskfileTask:
     prompts: tuple[str, ...] = ()  # `prompt:` texts a person must confirm before it runs
     requires: tuple[str, ...] = ()  # `requires: vars` names
     line: int = 0  # where the task is defined in ``file``
+    aliases: tuple[str, ...] = ()  # `aliases:`: go-task runs the task by these too
 
     @property
     def wildcard(self) -> bool:
         return "*" in self.name
 
     def matches(self, name: str) -> bool:
-        """go-task's rule: the name itself, or each `*` of a pattern matching any text."""
-        if name == self.name:
-            return True
-        if not self.wildcard:
-            return False
-        parts = (re.escape(p) for p in self.name.split("*"))
-        return re.fullmatch("(.*)".join(parts), name, re.DOTALL) is not None
+        """go-task's rule: the name or an alias, or a pattern of them whose each `*`
+        matches any text."""
+        return any(_matches(pattern, name) for pattern in (self.name, *self.aliases))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -91,12 +88,21 @@ class TaskfileTask:
             "source": self.source,
             "file": self.file,
         }
-        for key in ("label", "prompts", "requires"):
+        for key in ("label", "prompts", "requires", "aliases"):
             if value := getattr(self, key):
                 out[key] = list(value) if isinstance(value, tuple) else value
         if self.wildcard:
             out["wildcard"] = True
         return out
+
+
+def _matches(pattern: str, name: str) -> bool:
+    if name == pattern:
+        return True
+    if "*" not in pattern:
+        return False
+    parts = (re.escape(p) for p in pattern.split("*"))
+    return re.fullmatch("(.*)".join(parts), name, re.DOTALL) is not None
 
 
 def find_taskfile(project_dir: str | os.PathLike[str]) -> Path | None:
@@ -175,6 +181,7 @@ def list_file(path: Path, *, all_tasks: bool = False) -> list[TaskfileTask]:
                 prompts=_texts(raw.get("prompt")),
                 requires=_required(raw.get("requires")),
                 line=line,
+                aliases=tuple(str(a) for a in t.get("aliases") or () if a),
             )
         )
     return out
@@ -264,8 +271,8 @@ def find_task(path: Path, name: str) -> TaskfileTask:
     """The task ``name`` runs (a wildcard pattern's entry for a matching name); TaskfileError
     naming the file, and a "did you mean", when there is none."""
     entries = list_file(path, all_tasks=True)
-    exact = [e for e in entries if e.name == name]
-    found = exact or [e for e in entries if e.wildcard and e.matches(name)]
+    exact = [e for e in entries if e.name == name or name in e.aliases]
+    found = exact or [e for e in entries if e.matches(name)]
     if found:
         return found[0]
     if name in internal_names(path):

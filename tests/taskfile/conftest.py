@@ -42,8 +42,9 @@ def project(project: Path) -> Path:
 
 
 # Constructs met in public Taskfiles (large Go projects, homelab repos), written afresh:
-# a `label:`, wildcard tasks using {{.MATCH}}, a `prompt:`, `requires: vars`, a task described
-# only by its `summary:`, a multi-line `desc:`, an internal task and an included file.
+# a `label:`, `aliases:`, wildcard tasks using {{.MATCH}}, a `prompt:`, `requires: vars`, a
+# task described only by its `summary:`, a multi-line `desc:`, an internal task and an
+# included file.
 REAL_CONSTRUCTS = """\
 version: '3'
 includes:
@@ -52,6 +53,7 @@ tasks:
   build:
     label: 'build-{{.OS}}'
     desc: Build for one OS
+    aliases: [b]
     vars: {OS: plan9}
     cmds: ['echo built for {{.OS}}']
   release:*:

@@ -50,7 +50,7 @@ def test_listed_by_real_name_with_label_pattern_summary_and_details(real: Path) 
         "notes",
         "release:*",
     ]  # `secret` is internal; `notes` is described by its summary
-    assert tasks["build"].label == "build-plan9"
+    assert tasks["build"].label == "build-plan9" and tasks["build"].aliases == ("b",)
     assert tasks["release:*"].wildcard and tasks["docker:compose:*:*"].wildcard
     assert tasks["notes"].desc.startswith("Print the release notes.")
     assert tasks["deploy"].prompts == ("Deploy to production now?",)
@@ -62,6 +62,7 @@ def test_a_wildcard_pattern_matches_as_go_task_matches(real: Path) -> None:
     path = find_taskfile(real)
     assert path is not None
     assert find_task(path, "release:1.2.3").name == "release:*"
+    assert find_task(path, "b").name == "build"  # an alias, as go-task runs it
     assert find_task(path, "docker:compose:up:web").name == "docker:compose:*:*"
     with pytest.raises(TaskfileError, match="has no task 'docker:compose:up'"):
         find_task(path, "docker:compose:up")  # two stars need two parts
@@ -136,6 +137,8 @@ async def test_labelled_and_wildcard_tasks_run_by_real_and_matched_name(
 ) -> None:
     rec = await run(engine, taskfile_task(real, "build"))
     assert rec.state == State.COMPLETED, rec.reason
+    assert await output(store, rec.id) == ["built for plan9"]
+    rec = await run(engine, taskfile_task(real, "b"))
     assert await output(store, rec.id) == ["built for plan9"]
     rec = await run(engine, taskfile_task(real, "release:1.2.3"))
     assert rec.state == State.COMPLETED, rec.reason

@@ -30,7 +30,15 @@ class TaskfileTemplates:
 
     def templates(self) -> list[Template]:
         return [
-            Template(e.name, "", e.desc, "taskfile", label=e.label, wildcard=e.wildcard)
+            Template(
+                e.name,
+                e.aliases[0] if e.aliases else "",
+                e.desc,
+                "taskfile",
+                label=e.label,
+                wildcard=e.wildcard or any("*" in a for a in e.aliases),
+                aliases=e.aliases[1:],
+            )
             for e in self._entries
         ]
 
@@ -50,7 +58,8 @@ class TaskfileTemplates:
         return f"{path}: {len(entries)} task(s) ({', '.join(kinds)})"
 
     async def make_task(self, name: str, request: TaskRequest) -> Task:
-        entry = next((e for e in self._entries if e.matches(name)), None)
+        entry = next((e for e in self._entries if e.name == name), None)
+        entry = entry or next((e for e in self._entries if e.matches(name)), None)
         if entry is None:
             raise TemplateError(f"the Taskfile has no task {name!r}")
         args = request.args

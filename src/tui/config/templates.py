@@ -47,16 +47,21 @@ class Template:
     source: str  # global | local | taskfile
     label: str = ""  # shown beside the name (a Taskfile task's `label:`); never run by
     wildcard: bool = False  # the name is a pattern (`release:*`): run it by a matching name
+    aliases: tuple[str, ...] = ()  # more names it answers to (a Taskfile task's aliases)
 
     def matches(self, wanted: str) -> bool:
-        if wanted in (self.name, self.alias):
+        names = (self.name, self.alias, *self.aliases)
+        if wanted in names:
             return True
         if "_" in self.name and wanted == self.name.replace("_", "-"):
             return True  # an XML template's validate_input is also validate-input
         if not self.wildcard:
             return False
-        parts = (re.escape(p) for p in self.name.split("*"))
-        return re.fullmatch("(.*)".join(parts), wanted, re.DOTALL) is not None
+        for pattern in (n for n in names if "*" in n):
+            parts = (re.escape(p) for p in pattern.split("*"))
+            if re.fullmatch("(.*)".join(parts), wanted, re.DOTALL) is not None:
+                return True
+        return False
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -105,7 +110,10 @@ def find(sources: list[TemplateSource], wanted: str) -> tuple[TemplateSource, Te
     for source in sources:
         for t in source.templates():
             if t.matches(wanted):
-                return source, (replace(t, name=wanted, wildcard=False) if t.wildcard else t)
+                # A Taskfile task is run by the name given (go-task resolves aliases and
+                # patterns itself); a config template by its own name.
+                named = t.wildcard or t.source == "taskfile"
+                return source, (replace(t, name=wanted, wildcard=False) if named else t)
     names = [n for t in all_templates(sources) for n in (t.name, t.alias) if n]
     guess = did_you_mean(wanted, names)
     hint = f"; did you mean {guess[0]!r}?" if guess else ""
