@@ -73,6 +73,9 @@ def test_labels_wildcards_and_variables_from_the_command_line(tui: Tui) -> None:
     texts = [ln.text for ln in tui.output("stream = 1")]
     assert "releasing 2.0.1" in texts and "hello Grace Hopper args=a b" in texts
 
+    pattern = tui("task", "release:*")
+    assert pattern.returncode == 2 and "run it by a name it matches" in pattern.stderr
+
     unknown = tui("task", "gret")
     assert unknown.returncode == 2 and "did you mean 'greet'?" in unknown.stderr
 

@@ -121,3 +121,11 @@ def test_yaml_needs_task_not_instructions() -> None:
         load_task_text("tasks:\n  - name: t\n    agent: {type: taskfile}\n", "t.yml")
     assert "agent.task is required" in str(info.value)
     assert "add `task: <name>` under `agent:`" in str(info.value)
+
+
+def test_yaml_vars_are_text_for_go_task_and_names_are_checked() -> None:
+    yaml = "tasks:\n  - name: t\n    agent: {type: taskfile, task: b, vars: {N: 3, ON: true}}\n"
+    assert load_task_text(yaml, "t.yml").tasks[0].agent.vars == {"N": "3", "ON": "true"}
+    with pytest.raises(TaskFileError) as info:
+        load_task_text(yaml.replace("N: 3", "1N: 3"), "t.yml")
+    assert "tasks[0].agent.vars: '1N' is not a go-task variable name" in str(info.value)

@@ -58,6 +58,11 @@ class TaskfileTemplates:
         return f"{path}: {len(entries)} task(s) ({', '.join(kinds)})"
 
     async def make_task(self, name: str, request: TaskRequest) -> Task:
+        if "*" in name:
+            example = name.replace("*", "NAME")
+            raise TemplateError(
+                f"{name} is a pattern: run it by a name it matches, e.g. `tui task {example}`"
+            )
         entry = next((e for e in self._entries if e.name == name), None)
         entry = entry or next((e for e in self._entries if e.matches(name)), None)
         if entry is None:

@@ -112,8 +112,8 @@ class AgentConfig(_Model):
         bad = [k for k in value if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))]
         if bad:
             raise ValueError(
-                f"agent.vars: {bad[0]!r} is not a go-task variable name "
-                "(letters, digits and _, not starting with a digit)"
+                f"{bad[0]!r} is not a go-task variable name: use letters, digits and _, "
+                "not starting with a digit"
             )
         scalar = (str, int, float, bool)
         return {
