@@ -105,7 +105,7 @@ def test_a_start_config_directory_loads_with_one_not_used_warning_per_file(dirs:
     unused = [str(w) for w in config.warnings if "not used by tui" in str(w)]
     assert len(unused) == 2, unused
     assert "settings.log_level, settings.asset_download, settings.asset_repo" in unused[0]
-    assert "agents.claude.url, agents.claude.models_url" in unused[1]
+    assert "agents.claude.url, agents.claude.models_url, agents.claude.command" in unused[1]
     assert all("error" not in w for w in unused)
 
 

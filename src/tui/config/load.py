@@ -6,6 +6,7 @@ name, and a local entry replaces the global one of the same name whole.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from tui.config.agent_command import check_command
 from tui.config.paths import global_config_path, local_config_path, user_config_dir
 from tui.config.schema import (
     AGENT_DEFAULTS,
+    CLI_KINDS,
     NAME_FIX,
     NAME_RE,
     NOT_USED,
@@ -209,7 +211,16 @@ def _not_used(data: dict[str, Any]) -> list[str]:
         for name, body in raw.items():
             if isinstance(body, dict):
                 found += [f"{section}.{name}.{k}" for k in keys if k in body]
+                if section == "agents" and body.get("command") and _drives_itself(body):
+                    found.append(f"agents.{name}.command")
     return found
+
+
+def _drives_itself(agent: dict[str, Any]) -> bool:
+    """claude, gemini and codex run through their own protocol: a command template for one
+    is not used."""
+    kind = agent.get("type") or os.path.basename(str(agent.get("bin") or ""))
+    return kind in CLI_KINDS
 
 
 def _used(section: str, body: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -238,7 +239,7 @@ def _task(
             "prompt": prompt,
             "role": role,
             "model": model,
-            "bin": a.bin,
+            "bin": os.path.expanduser(a.bin),
             "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         }
         env.update({PLACEHOLDER_ENV[k]: v for k, v in values.items()})
