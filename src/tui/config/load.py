@@ -18,6 +18,7 @@ from pydantic_core import ErrorDetails
 
 from tui.config import placeholders
 from tui.config.agent_command import check_command
+from tui.config.interpreters import script_argv
 from tui.config.paths import global_config_path, local_config_path, user_config_dir
 from tui.config.schema import (
     AGENT_DEFAULTS,
@@ -391,6 +392,11 @@ def _check_source(
     issues: list[Issue],
     warnings: list[Issue] | None = None,
 ) -> None:
+    if src.shell and src.command:
+        try:
+            script_argv(src.shell, src.command, src.shell_args)
+        except ValueError as e:
+            issues.append(origin.issue(section, name, "shell", str(e), "set shell_args"))
     if src.prompt is None:
         return
     given = {k for k in ("file", "command") if getattr(src, k)}
