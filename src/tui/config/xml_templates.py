@@ -100,24 +100,15 @@ def read_xml_templates(path: Path, warnings: list[Issue]) -> list[tuple[str, dic
 
 
 def _table(element: ET.Element, name: str, warn: Any) -> dict[str, Any] | None:
+    """The [tasks.NAME] table of one <task>; None (with a warning) when it cannot be used.
+    What it holds that tui does not use is one warning, listing all of it."""
     where = f"task {name!r}"
-    for attr in element.attrib:
-        if attr not in _ATTRS:
-            warn(
-                f"task@{attr}",
-                f"{where}: unknown attribute {attr!r} ignored",
-                f"use {', '.join(_ATTRS)}",
-            )
+    unused: list[str] = []
+    unused += [f"unknown attribute {a!r}" for a in element.attrib if a not in _ATTRS]
+    unused += [f"unknown element <{c.tag}>" for c in element if c.tag not in _TOP]
     table: dict[str, Any] = {
         k: element.get(k) for k in ("alias", "agent", "role") if element.get(k)
     }
-    for child in element:
-        if child.tag not in _TOP:
-            warn(
-                child.tag,
-                f"{where}: unknown element <{child.tag}> ignored",
-                f"use {', '.join(_TOP)}",
-            )
     description = _text(element.find("description"))
     if description:
         table["description"] = description
@@ -134,11 +125,7 @@ def _table(element: ET.Element, name: str, warn: Any) -> dict[str, Any] | None:
     table["variables"] = [_input(i) for i in inputs]
     taken_from = [i.get("name", "") for i in inputs if i.get("from")]
     if taken_from:
-        warn(
-            "inputs",
-            f"{where}: input {', '.join(taken_from)} from=... is not wired up by tui",
-            "give them with --var NAME=VALUE",
-        )
+        unused.append(f"input {', '.join(taken_from)} from=... (give it with --var NAME=VALUE)")
     if (fmt := element.find("output_format")) is not None:
         table["output_format"] = dict(fmt.attrib)
     if system := _text(element.find("system")):
@@ -148,38 +135,29 @@ def _table(element: ET.Element, name: str, warn: Any) -> dict[str, Any] | None:
         if chosen:
             table["model"] = chosen
         if model.get("fallback"):
-            warn(
-                "model",
-                f"{where}: model fallback {model.get('fallback')!r} is not used",
-                "tui runs the preferred model",
-            )
+            unused.append(f"model fallback {model.get('fallback')!r} (the preferred one runs)")
     if (paths := element.find("file_paths")) is not None:
         source = paths.get("source", "literal")
         listed = [_text(p) for p in paths.iterfind("path") if _text(p)]
         if source != "literal":
-            warn(
-                "file_paths",
-                f"{where}: file_paths source={source!r} is not supported; left out",
-                "list <path> elements",
-            )
+            unused.append(f"file_paths source={source!r} (list <path> elements)")
         elif listed:
             table["context_files"] = listed
     if element.find("returns") is not None:
-        warn(
-            "returns",
-            f"{where}: <returns> is not used",
-            "use <output_format type= schema=/> for a checked result",
-        )
+        unused.append("<returns> (<output_format type= schema=/> checks a result)")
     contexts = [(c.text or c.get("name") or "").strip() for c in element.iterfind(".//context")]
     if contexts:
         table["contexts"] = [c for c in contexts if c]
-    unused = [c.tag for c in element.iterfind("context_management/*") if c.tag in _CONTEXT_SETTINGS]
+    settings = [
+        c.tag for c in element.iterfind("context_management/*") if c.tag in _CONTEXT_SETTINGS
+    ]
+    if settings:
+        unused.append(f"{', '.join(dict.fromkeys(settings))} (every run starts fresh)")
     if unused:
         warn(
-            "context_management",
-            f"{where}: {', '.join(dict.fromkeys(unused))} not supported by tui "
-            "(every run starts fresh)",
-            "remove them, or keep them for the Task System",
+            "task",
+            f"{where}: not used by tui: {'; '.join(unused)}",
+            "nothing to do; the rest of the template is used",
         )
     return table
 
