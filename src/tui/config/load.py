@@ -6,7 +6,6 @@ name, and a local entry replaces the global one of the same name whole.
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -22,10 +21,8 @@ from tui.config.interpreters import script_argv
 from tui.config.paths import global_config_path, local_config_path, user_config_dir
 from tui.config.schema import (
     AGENT_DEFAULTS,
-    CLI_KINDS,
     NAME_FIX,
     NAME_RE,
-    NOT_USED,
     SECTION_MODELS,
     SECTIONS,
     TASK_DEFAULTS,
@@ -36,6 +33,7 @@ from tui.config.schema import (
     Source,
     TaskTemplate,
 )
+from tui.config.start_keys import not_used, used
 from tui.config.xml_templates import read_xml_templates, template_files
 from tui.model.error_text import human_error
 from tui.model.issues import Issue, TaskFileError
@@ -199,43 +197,11 @@ def _relative(err: ErrorDetails) -> ErrorDetails:
     return err if err["loc"] else {**err, "loc": ()}  # type: ignore[typeddict-item]
 
 
-def _not_used(data: dict[str, Any]) -> list[str]:
-    """The dotted names of `start` keys tui does not use, in ``data`` (one file)."""
-    found = []
-    for section, keys in NOT_USED.items():
-        raw = data.get(section)
-        if not isinstance(raw, dict):
-            continue
-        if section == "settings":
-            found += [f"settings.{k}" for k in keys if k in raw]
-            continue
-        for name, body in raw.items():
-            if isinstance(body, dict):
-                found += [f"{section}.{name}.{k}" for k in keys if k in body]
-                if section == "agents" and body.get("command") and _drives_itself(body):
-                    found.append(f"agents.{name}.command")
-    return found
-
-
-def _drives_itself(agent: dict[str, Any]) -> bool:
-    """claude, gemini and codex run through their own protocol: a command template for one
-    is not used."""
-    kind = agent.get("type") or os.path.basename(str(agent.get("bin") or ""))
-    return kind in CLI_KINDS
-
-
-def _used(section: str, body: Any) -> Any:
-    """``body`` without the keys of NOT_USED (they are reported once per file instead)."""
-    if not isinstance(body, dict) or not NOT_USED.get(section):
-        return body
-    return {k: v for k, v in body.items() if k not in NOT_USED[section]}
-
-
 def _settings(origin: Origin, raw: Any, issues: list[Issue]) -> Settings | None:
     if not isinstance(raw, dict):
         issues.append(origin.issue("settings", "", "", "must be a table", "write [settings]"))
         return None
-    raw = _used("settings", raw)
+    raw = used("settings", raw)
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as exc:
@@ -280,7 +246,7 @@ def load_config(project_dir: Path | None = None) -> Config:
     config = Config(project_dir, settings)
     for origin, data in _read(project_dir, []):  # read problems are already in issues
         config.files.append(origin)
-        unused = _not_used(data)
+        unused = not_used(data)
         if unused:
             config.warnings.append(
                 Issue(
@@ -300,7 +266,7 @@ def load_config(project_dir: Path | None = None) -> Config:
                 continue
             for name, body in raw.items():
                 item = _entry(
-                    origin, section, name, _used(section, body), model, issues, config.warnings
+                    origin, section, name, used(section, body), model, issues, config.warnings
                 )
                 if item is not None:
                     getattr(config, section)[name] = item
