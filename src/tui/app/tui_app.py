@@ -487,7 +487,10 @@ class TuiApp(App[None]):
         assert self._template is not None
         source, template = self._template
         try:
+            seen = len(source.warnings)
             task = await source.make_task(template.name, TaskRequest(instructions))
+            for warning in source.warnings[seen:]:  # e.g. a context's file that is not there
+                self.notify(warning, title=template.name, severity="warning", timeout=10)
             await self.engine.submit([task])
         except TaskFileError as e:
             self._notify_issues(e.issues, template.name)
