@@ -83,8 +83,6 @@ class TemplateSource(Protocol):
 
     def templates(self) -> list[Template]: ...
 
-    def summary(self) -> str: ...
-
     async def make_task(self, name: str, request: TaskRequest) -> Task: ...
 
 
@@ -127,14 +125,6 @@ class ConfigTemplates:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.warnings: list[str] = []
-
-    def summary(self) -> str:
-        by_scope: dict[str, int] = {}
-        for i in self.config.tasks.values():
-            scope = i.origin.scope if i.origin else "global"
-            by_scope[scope] = by_scope.get(scope, 0) + 1
-        counts = ", ".join(f"{n} {scope}" for scope, n in sorted(by_scope.items()))
-        return f"{len(self.config.tasks)} template(s) from config.toml and XML ({counts or 'none'})"
 
     def templates(self) -> list[Template]:
         return [
