@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -108,10 +109,10 @@ def contributions(config: Config) -> list[tuple[str, str]]:
 
 
 async def check_agents(setup: Setup, report: Report) -> None:
-    from tui.agents.base import AdapterError
     from tui.agents.cli_process import find_cli
-    from tui.config.schema import DEFAULT_SHELL
-    from tui.config.templates import bin_env, not_found_hint
+    from tui.config.schema import COMMAND_TYPE, DEFAULT_SHELL
+    from tui.engine.adapter import AdapterError
+    from tui.model.agent_kinds import DEFAULT_TYPE, KINDS
 
     config = setup.config
     if config is None:
@@ -119,22 +120,14 @@ async def check_agents(setup: Setup, report: Report) -> None:
     names = list(config.agents)
     used = [t.model.agent for t in config.tasks.values()] + [config.settings.default_agent]
     names += [n for n in used if n and n not in names]
-    if not names:  # templates run on claude when nothing else is said
-        names = ["claude"]
+    if not names:  # templates run on the default agent when nothing else is said
+        names = [DEFAULT_TYPE]
     for name in names:
         item = config.agent(name)
         if item is None:
             continue
         agent = item.model
-        if agent.type == "shell":
-            shell = config.settings.shell or DEFAULT_SHELL
-            found = shutil.which(shell)
-            if found:
-                report.add("ok", f"agent {name}", f"shell {found}")
-            else:
-                report.add("error", f"agent {name}", f"shell {shell!r} not found on PATH")
-            continue
-        if agent.type == "command":  # a CLI of the user's own, run by its command template
+        if agent.type == COMMAND_TYPE:  # a CLI of the user's own, run by its command template
             found = shutil.which(os.path.expanduser(agent.bin)) if agent.bin else None
             if found:
                 report.add("ok", f"agent {name}", f"command template; bin {found}")
@@ -142,28 +135,38 @@ async def check_agents(setup: Setup, report: Report) -> None:
                 what = f"bin {agent.bin!r} not found on PATH" if agent.bin else "no bin"
                 report.add("error", f"agent {name}", f"{what} (its command template needs it)")
             continue
+        kind = KINDS[agent.type]
+        if not kind.cli:  # a shell agent: its script runs in the configured shell
+            shell = config.settings.shell or DEFAULT_SHELL
+            found = shutil.which(shell)
+            if found:
+                report.add("ok", f"agent {name}", f"shell {found}")
+            else:
+                report.add("error", f"agent {name}", f"shell {shell!r} not found on PATH")
+            continue
         env = {**os.environ, **agent.env}
         if agent.bin:
-            env[bin_env(agent.type)] = agent.bin
+            env[kind.bin_env] = agent.bin
         try:
-            binary = find_cli(env, bin_env(agent.type), agent.type, not_found_hint(agent.type))
+            binary = find_cli(env, kind.bin_env, kind.cli, kind.not_found)
         except AdapterError as e:
             report.add("error", f"agent {name}", f"{e} (or bin = in [agents.{name}])")
             continue
-        report.add(*await _version(f"agent {name}", binary))
+        report.add(*await _version(f"agent {name}", [binary, *kind.version_args]))
 
 
-async def _version(subject: str, binary: str) -> tuple[Level, str, str]:
+async def _version(subject: str, argv: list[str]) -> tuple[Level, str, str]:
     from tui.config.commands import run_argv
 
+    binary = argv[0]
     try:
-        result = await run_argv([binary, "--version"], timeout=VERSION_TIMEOUT)
+        result = await run_argv(argv, timeout=VERSION_TIMEOUT)
     except OSError as e:
         return "error", subject, f"{binary}: cannot run: {e.strerror}"
     said = next((ln.strip() for ln in result.output.splitlines() if ln.strip()), "")
     if result.exit_code != 0:
         how = "timed out" if result.exit_code is None else f"exit {result.exit_code}"
-        return "error", subject, f"{binary} --version failed ({how}) {said}".rstrip()
+        return "error", subject, f"{shlex.join(argv)} failed ({how}) {said}".rstrip()
     return "ok", subject, f"{binary} {said}".rstrip()
 
 

@@ -35,6 +35,7 @@ from tui.config.schema import (
 )
 from tui.config.start_keys import not_used, used
 from tui.config.xml_templates import read_xml_templates, template_files
+from tui.model.agent_kinds import BUILTIN_AGENTS
 from tui.model.error_text import human_error
 from tui.model.issues import Issue, TaskFileError
 from tui.model.suggest import did_you_mean
@@ -43,7 +44,6 @@ from tui.model.task import Task
 M = TypeVar("M", bound=BaseModel)
 XML_NAME_RE = re.compile(r"^[a-z0-9]+([-_][a-z0-9]+)*$")
 Scope = Literal["global", "local"]
-BUILTIN_AGENTS = ("claude", "gemini", "codex")  # usable by name without an [agents.X] table
 
 
 class ConfigError(TaskFileError):
@@ -194,7 +194,7 @@ def _model_issues(
 
 def _relative(err: ErrorDetails) -> ErrorDetails:
     """human_error words messages by field path; a model-level error has none."""
-    return err if err["loc"] else {**err, "loc": ()}  # type: ignore[typeddict-item]
+    return err if err["loc"] else {**err, "loc": ()}
 
 
 def _settings(origin: Origin, raw: Any, issues: list[Issue]) -> Settings | None:

@@ -8,15 +8,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tui.model.agent_kinds import CONFIG_TYPES, KINDS
+from tui.model.choices import one_of
 from tui.model.duration import parse_duration
 from tui.model.secrets import refuse_secrets
-from tui.model.task import AgentConfig, _one_of
+from tui.model.task import AgentConfig
 from tui.model.variables import Variable
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_FIX = "use lower-case letters, digits and single dashes, e.g. `code-review`"
-AGENT_KINDS = ("claude", "gemini", "codex", "shell", "command")
-CLI_KINDS = ("claude", "gemini", "codex")  # driven through their own protocols
+# A config-only type: another agent CLI run through its `command` template (by the shell
+# adapter, see tui.config.agent_command), so it has no entry in the agent-kind table.
+COMMAND_TYPE = "command"
+AGENT_DEF_TYPES = (*CONFIG_TYPES, COMMAND_TYPE)
+CLI_KINDS = tuple(k.name for k in KINDS.values() if k.cli)  # driven through their protocol
 NOTIFY_MODES = ("auto", "off", "osc9", "osc777")
 DEFAULT_CONCURRENCY = 4
 DEFAULT_SHELL = "bash"
@@ -60,7 +65,7 @@ class Settings(_Model):
     @field_validator("notifications", mode="before")
     @classmethod
     def _check_notify(cls, value: Any) -> Any:
-        return _one_of("notifications", value, NOTIFY_MODES, optional=True)
+        return one_of("notifications", value, NOTIFY_MODES, optional=True)
 
 
 class AgentDef(_Model):
@@ -85,7 +90,7 @@ class AgentDef(_Model):
     @field_validator("type", mode="before")
     @classmethod
     def _check_type(cls, value: Any) -> Any:
-        return _one_of("type", value, AGENT_KINDS, optional=True)
+        return one_of("type", value, AGENT_DEF_TYPES, optional=True)
 
     @model_validator(mode="after")
     def _shell_needs_script(self) -> AgentDef:
@@ -96,18 +101,22 @@ class AgentDef(_Model):
             if known in CLI_KINDS:
                 self.type = known
             elif self.command:
-                self.type = "command"
+                self.type = COMMAND_TYPE
             else:
                 raise ValueError(
-                    f"type is required: use one of {', '.join(AGENT_KINDS)} "
+                    f"type is required: use one of {', '.join(AGENT_DEF_TYPES)} "
                     '(or command = "{bin} --model {model} {prompt}" for another CLI)'
                 )
-        if self.type == "command" and not self.command.strip():
+        if self.type == COMMAND_TYPE and not self.command.strip():
             raise ValueError('a command agent needs command = "{bin} ... {prompt}"')
         if self.type == "shell" and not self.script.strip():
             raise ValueError('a shell agent needs script = "..." (the prompt is in $TUI_PROMPT)')
         if self.type != "shell" and self.script:
             raise ValueError(f"script is only for shell agents; a {self.type} agent takes bin/args")
+        takes_models = self.type == COMMAND_TYPE or KINDS[self.type].models
+        if not takes_models and (self.models or self.default_model):
+            takes = ", ".join(k.name for k in KINDS.values() if k.models)
+            raise ValueError(f"a {self.type} agent takes no model; models are for {takes} agents")
         return self
 
 

@@ -1,24 +1,25 @@
 """Runnable templates by name, and turning one into a Task.
 
-``TemplateSource`` is the seam for every kind of template: the config's [tasks.NAME] tables
-are one source (``ConfigTemplates``); Taskfile tasks can be another. ``tui task`` and the app
-list and run templates only through it.
+``TemplateSource`` (tui.config.template_types) is the seam for every kind of template: the
+config's [tasks.NAME] tables are one source (``ConfigTemplates``); the project's Taskfile tasks
+another. ``tui task`` and the app list and run templates only through it.
 """
 
 from __future__ import annotations
 
 import datetime
-import importlib
 import os
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tui.config.agent_command import PLACEHOLDER_ENV, command_script, uses
-from tui.config.load import BUILTIN_AGENTS, Config, Item, task_defaults
+from tui.config.load import Config, Item, task_defaults
 from tui.config.render import render
-from tui.config.schema import AgentDef, TaskTemplate
+from tui.config.schema import COMMAND_TYPE, AgentDef, TaskTemplate
+from tui.config.taskfile_templates import TaskfileTemplates
+from tui.config.template_types import TaskRequest, Template, TemplateError, TemplateSource
+from tui.model.agent_kinds import BUILTIN_AGENTS, DEFAULT_TYPE, KINDS
 from tui.model.suggest import did_you_mean
 from tui.model.task import Task
 from tui.model.variables import resolve
@@ -26,71 +27,9 @@ from tui.model.variables import resolve
 PROMPT_ENV = "TUI_PROMPT"  # a shell agent's script reads the prompt from here
 
 
-class TemplateError(Exception):
-    """A request that cannot be met (unknown template, role, agent); says what to do."""
-
-
-@dataclass(frozen=True)
-class TaskRequest:
-    instructions: str = ""
-    role: str = ""  # "" = the template's, else settings.default_role, else the first role
-    agent: str = ""  # likewise for agents (else claude)
-    model: str = ""  # a short name from the agent's models table, or a model id
-    vars: dict[str, str] = field(default_factory=dict)  # NAME=VALUE from the command line
-    args: list[str] = field(default_factory=list)  # after `--`: a Taskfile task's CLI_ARGS
-
-
-@dataclass(frozen=True)
-class Template:
-    name: str
-    alias: str
-    description: str
-    source: str  # global | local | taskfile
-    label: str = ""  # shown beside the name (a Taskfile task's `label:`); never run by
-    wildcard: bool = False  # the name is a pattern (`release:*`): run it by a matching name
-    aliases: tuple[str, ...] = ()  # more names it answers to (a Taskfile task's aliases)
-
-    def matches(self, wanted: str) -> bool:
-        names = (self.name, self.alias, *self.aliases)
-        if wanted in names:
-            return True
-        if "_" in self.name and wanted == self.name.replace("_", "-"):
-            return True  # an XML template's validate_input is also validate-input
-        if not self.wildcard:
-            return False
-        for pattern in (n for n in names if "*" in n):
-            parts = (re.escape(p) for p in pattern.split("*"))
-            if re.fullmatch("(.*)".join(parts), wanted, re.DOTALL) is not None:
-                return True
-        return False
-
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.name,
-            "alias": self.alias,
-            "description": self.description,
-            "source": self.source,
-        }
-        if self.label:
-            out["label"] = self.label
-        if self.wildcard:
-            out["wildcard"] = True
-        return out
-
-
-class TemplateSource(Protocol):
-    warnings: list[str]  # problems that kept some of its templates out (shown, not fatal)
-
-    def templates(self) -> list[Template]: ...
-
-    async def make_task(self, name: str, request: TaskRequest) -> Task: ...
-
-
 def template_sources(config: Config) -> list[TemplateSource]:
     """Every source of runnable templates, in lookup order: the config's, then the project's
     Taskfile (in the current directory)."""
-    from tui.config.taskfile_templates import TaskfileTemplates
-
     return [ConfigTemplates(config), TaskfileTemplates(Path.cwd())]
 
 
@@ -162,7 +101,7 @@ async def build_task(
     roles = list(config.roles)
     role = _pick("role", request.role, roles, t.role, s.default_role, *roles[:1])
     agents = list(dict.fromkeys([*config.agents, *BUILTIN_AGENTS]))
-    first_agent = next(iter(config.agents), "claude")
+    first_agent = next(iter(config.agents), DEFAULT_TYPE)
     agent_name = _pick("agent", request.agent, agents, t.agent, s.default_agent, first_agent)
     agent = config.agent(agent_name)
     assert agent is not None  # _pick and the loader checked every name
@@ -172,7 +111,9 @@ async def build_task(
     wanted_model = request.model or item.model.defaults.get("model") or a.default_model
     model = a.models.get(wanted_model, wanted_model)
     # A command agent that takes the role by itself ({role}, {role_file}) gets it apart.
-    role_apart = a.type == "command" and (uses(a.command, "role") or uses(a.command, "role_file"))
+    role_apart = a.type == COMMAND_TYPE and (
+        uses(a.command, "role") or uses(a.command, "role_file")
+    )
     blocks: list[tuple[str, Item[Any]]] = [("roles", config.roles[role])] if role else []
     wanted = [c for c, i in config.contexts.items() if i.model.required]
     wanted += [c for c in t.contexts if c not in wanted]
@@ -213,7 +154,7 @@ def _task(
     t = item.model
     defaults = t.defaults
     fields: dict[str, object] = {
-        "type": "shell" if a.type == "command" else a.type,
+        "type": "shell" if a.type == COMMAND_TYPE else a.type,
         "model": model,
         "additional_args": [*a.args, *defaults.get("additional_args", [])],
         "env": {**a.env, **defaults.get("env", {})},
@@ -223,7 +164,7 @@ def _task(
     if a.type == "shell":
         env[PROMPT_ENV] = prompt
         instructions = a.script
-    elif a.type == "command":
+    elif a.type == COMMAND_TYPE:
         # The CLI's argv comes from the config's template; every value from the environment.
         values = {
             "prompt": prompt,
@@ -237,7 +178,7 @@ def _task(
     else:
         instructions = prompt
         if a.bin:
-            env[bin_env(a.type)] = a.bin
+            env[KINDS[a.type].bin_env] = a.bin
     return task_defaults(item.name, t, instructions, **fields)
 
 
@@ -273,13 +214,3 @@ def _project_dir(config: Config, item: Item[TaskTemplate]) -> Path:
         return config.project_dir
     path = Path(given).expanduser()
     return path if path.is_absolute() else item.origin.base / path
-
-
-def bin_env(kind: str) -> str:
-    """The adapter's variable naming its CLI (e.g. TUI_CLAUDE_BIN)."""
-    return str(importlib.import_module(f"tui.agents.{kind}").BIN_ENV)
-
-
-def not_found_hint(kind: str) -> str:
-    """The adapter's own words for a missing CLI (how to install it)."""
-    return str(importlib.import_module(f"tui.agents.{kind}").NOT_FOUND)
