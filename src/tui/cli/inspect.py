@@ -71,21 +71,27 @@ async def cmd_logs(args: argparse.Namespace) -> int:
         # Following: what is stored is out; the rest comes from the engine's event stream
         # (started if none runs: nothing else would move the task on).
         remote = await attach(store.path) or await ensure(store.path)
+    printed = [after]  # the last line id written, as the stream goes
     try:
-        return await _follow_output(remote, task_id, stream, Cursor(events_seen, after))
+        await _follow_output(remote, task_id, stream, Cursor(events_seen, after), printed)
     except DaemonStopped:
-        if remote.foreground:  # its owner ended after finishing it, every line sent first
-            return 0
-        raise
+        if not remote.foreground:  # a foreground owner ends once the task is final
+            raise
     finally:
         await remote.aclose()
+    # The task is final: whatever the stream had not brought yet is stored.
+    async with open_store(args.db, create=False) as store:
+        while lines := await store.read_output(task_id, after_id=printed[0], stream=stream):
+            _write(lines)
+            printed[0] = lines[-1].id
+    return 0
 
 
 async def _follow_output(
-    remote: RemoteEngine, task_id: str, stream: int | None, since: Cursor
-) -> int:
-    """The task's lines after ``since`` until it is settled and every line stored before that
-    has been printed."""
+    remote: RemoteEngine, task_id: str, stream: int | None, since: Cursor, printed: list[int]
+) -> None:
+    """The task's lines after ``since`` until it is settled (``printed[0]``: the last line id
+    written)."""
     last = since
     upto: Cursor | None = None
     async for item in remote.events(last):
@@ -94,14 +100,16 @@ async def _follow_output(
             continue
         last = advance(last, item)
         if isinstance(item, OutputBatch):
-            _write([ln for ln in item.lines_of(task_id) if stream is None or ln.stream == stream])
+            mine = [ln for ln in item.lines_of(task_id) if stream is None or ln.stream == stream]
+            _write(mine)
+            if mine:
+                printed[0] = mine[-1].id
         elif upto is None and item.task_id == task_id and item.to_state is not None:
             reply = await remote.send(api.GetMany(task_ids=[task_id]))
             if all(r.settled for r in reply.tasks):
                 upto = Cursor(*reply.cursor)
         if upto is not None and last.event_id >= upto.event_id and last.output_id >= upto.output_id:
-            return 0
-    return 0
+            return
 
 
 def _write(lines: list[OutputLine]) -> None:
