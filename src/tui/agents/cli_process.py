@@ -127,14 +127,17 @@ async def run_plain(
 
 
 async def _read(stream: PipeReader, on_lines: OnLines) -> None:
+    chunk = await stream.read(READ_CHUNK)
+    if not chunk:  # most commands print nothing on one of their streams: no decoder for it
+        return
     splitter = LineSplitter()
     while True:
-        chunk = await stream.read(READ_CHUNK)
         lines = splitter.feed(chunk) if chunk else splitter.flush()
         if lines:
             await on_lines(lines)
         if not chunk:
             return
+        chunk = await stream.read(READ_CHUNK)
 
 
 async def _feed(stdin: asyncio.StreamWriter, data: bytes, *, close: bool) -> None:
