@@ -227,3 +227,15 @@ def test_commands_are_found_as_bash_finds_them(tmp_path: Path) -> None:
     assert find_command("./a/tool", path, str(tmp_path)) is None
     # Found through a relative PATH entry: bash would name it so; left to bash.
     assert find_command("tool", f"b:{a}", str(tmp_path)) is None
+
+
+def test_a_directory_that_is_gone_is_left_to_the_shell(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    here = os.getcwd()
+    os.chdir(gone)
+    try:
+        gone.rmdir()
+        assert plan("ls", "bash", {"PATH": "/usr/bin:/bin"}, ".") is None
+    finally:
+        os.chdir(here)

@@ -130,7 +130,10 @@ def plan(script: str, shell: str, env: Mapping[str, str], cwd: str) -> Direct | 
         exe = find_command(words[0], path, cwd)
     if exe is None:
         return None
-    return Direct(exe, words, direct_env(env, cwd, exe))
+    try:
+        return Direct(exe, words, direct_env(env, cwd, exe))
+    except OSError:  # the directory is gone (getcwd fails): let the shell meet that
+        return None
 
 
 def _plain_env(env: Mapping[str, str]) -> bool:

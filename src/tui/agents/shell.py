@@ -7,8 +7,6 @@ own process anyway, and starting bash first costs about a millisecond of CPU per
 
 from __future__ import annotations
 
-import os
-
 from tui.agents.base import RunContext, RunResult
 from tui.agents.cli_process import project_dir, run_plain
 from tui.agents.direct_exec import plan
@@ -25,7 +23,7 @@ class ShellAdapter:
         argv = [ctx.shell, "-c", script, f"tui:{ctx.task.name}"]
         # Background jobs the script left behind would hold the pipes open and outlive the
         # task: run_cli ends the rest of the group once its leader is done.
-        direct = plan(script, ctx.shell, ctx.env, cwd or os.getcwd())
+        direct = plan(script, ctx.shell, ctx.env, cwd or ".")
         if direct is None:
             code, result = await run_plain(ctx, argv, cwd=cwd, env=ctx.env)
         else:
