@@ -64,6 +64,7 @@ SHELL_NEEDED = [
     "while",
     "X=1 ls",
     "A=b",
+    "%1",  # bash: `fg %1`
     "ls 'a b'",
     'ls "a"',
     "ls $HOME",

@@ -11,7 +11,8 @@ reproduce exactly goes to the shell:
 
 * every character is in :data:`PLAIN` (ASCII letters, digits and ``_-./,:+%@=``): no quotes,
   ``$``, backslash, redirection, pipes, globs, ``~``, braces, ``;``/``&``, comments, newlines;
-* the first word is no bash builtin or keyword and holds no ``=`` (an assignment);
+* the first word is no bash builtin or keyword, holds no ``=`` (an assignment) and does not
+  start with ``%`` (a job: ``%1`` is ``fg %1``);
 * the shell is bash (``bash``, or ``sh`` when it is bash): dash, which ``sh`` is on Debian,
   forks for the last command and turns a child's death by signal into ``128+n``;
 * the environment holds nothing that changes what bash runs or that bash rewrites for its
@@ -87,7 +88,7 @@ def plain_words(script: str) -> list[str] | None:
     if not words:
         return None
     first = words[0]
-    if "=" in first:
+    if "=" in first or first.startswith("%"):  # an assignment; `%1` means `fg %1` to bash
         return None
     if first in BASH_BUILTINS or first in BASH_KEYWORDS:
         if len(words) == 1 and first in SAME_AS_PROGRAM:
