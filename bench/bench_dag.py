@@ -28,6 +28,7 @@ stretch: tui <= 1.5x go-task.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import sqlite3
@@ -95,6 +96,10 @@ def _version_line(binary: Path) -> str:
     return subprocess.run(
         [str(binary), "--version"], capture_output=True, text=True, check=False
     ).stdout.split("\n", 1)[0]
+
+
+def _timed_in(argv: list[str], cwd: Path, _i: int) -> Timing:
+    return run_timed(argv, cwd=cwd)
 
 
 def check_doit_db(db: Path, n: int) -> None:
@@ -217,7 +222,7 @@ def main() -> int:
             d.mkdir()
             (d / "Taskfile.yml").write_text(taskfile(n, cmd))
             argv = [str(task_bin), "--concurrency", str(conc), "all"]
-            runners[label] = lambda _i, d=d, argv=argv: run_timed(argv, cwd=d)
+            runners[label] = functools.partial(_timed_in, argv, d)
             extra_info[label] = {"version": version}
     elif not skip_go:
         print("  go-task not available: skipped", file=sys.stderr)
@@ -250,19 +255,19 @@ def main() -> int:
                 flush=True,
             )
     results: dict[str, dict] = {}
-    for label, got in samples.items():
-        walls = [t.wall for t in got]
+    for label, timings in samples.items():
+        walls = [t.wall for t in timings]
         med = statistics.median(walls)
         results[label] = {
             "median_s": med,
             "samples": walls,
-            "cpu_median_s": statistics.median(t.cpu for t in got),
-            "cpu_samples": [t.cpu for t in got],
+            "cpu_median_s": statistics.median(t.cpu for t in timings),
+            "cpu_samples": [t.cpu for t in timings],
             **extra_info.get(label, {}),
         }
         if label in breakdowns:
             # the breakdown of the run closest to the median
-            k = min(range(len(walls)), key=lambda j, w=walls, m=med: abs(w[j] - m))
+            k = min(range(len(walls)), key=lambda j: abs(walls[j] - med))
             results[label].update(breakdowns[label][k], startup_s=startup)
 
     # -- report ------------------------------------------------------------------------------

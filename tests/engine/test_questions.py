@@ -7,9 +7,9 @@ import pytest
 
 from tests.conftest import shell_task, wait_state
 from tui.engine.events import Cursor, OutputBatch
-from tui.engine.procs import group_members
 from tui.engine.scheduler import Engine, EngineError
 from tui.model.states import State
+from tui.procs.process import group_members
 from tui.store.db import Store
 from tui.store.records import QuestionRecord
 

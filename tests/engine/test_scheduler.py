@@ -8,11 +8,11 @@ from tests.conftest import shell_task, wait_state
 from tests.engine.fake_agent import GatedAdapter
 from tui.engine.clock import FakeClock
 from tui.engine.events import Cursor, OutputBatch
-from tui.engine.procs import group_members
 from tui.engine.retry import retry_delay
 from tui.engine.scheduler import Engine, EngineBusy, EngineError
 from tui.model.states import State
 from tui.model.task import RetryConfig, Task
+from tui.procs.process import group_members
 from tui.store.db import Store
 
 
@@ -342,7 +342,7 @@ async def test_recovery_kills_orphans_and_retries(tmp_path: Path) -> None:
     import os
     import subprocess
 
-    from tui.engine.procs import proc_start_time
+    from tui.procs.process import proc_start_time
 
     path = tmp_path / "t.db"
     store = await Store.open(path)

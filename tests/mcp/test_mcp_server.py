@@ -17,8 +17,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from tests.conftest import question, shell_task, wait_state
 from tests.taskfile.conftest import write_taskfile
+from tui.agents.mcp_launch import TOOLS
 from tui.engine.scheduler import Engine
-from tui.mcp.launch import TOOLS
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Store

@@ -7,9 +7,9 @@ own process anyway, and starting bash first costs about a millisecond of CPU per
 
 from __future__ import annotations
 
-from tui.agents.base import RunContext, RunResult
 from tui.agents.cli_process import project_dir, run_plain
 from tui.agents.direct_exec import plan
+from tui.engine.adapter import RunContext, RunResult
 from tui.model.states import State
 
 

@@ -44,9 +44,9 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
             await running.aclose()
             print(f"tui daemon already running (pid {running.pid})")
             return 0
-        remote = await lifecycle.ensure(db, concurrency=args.concurrency, shell=args.shell)
-        await remote.aclose()
-        print(f"tui daemon started (pid {remote.pid}, socket {remote.paths.socket})")
+        started = await lifecycle.ensure(db, concurrency=args.concurrency, shell=args.shell)
+        await started.aclose()
+        print(f"tui daemon started (pid {started.pid}, socket {started.paths.socket})")
         return 0
     if args.daemon_command == "stop":
         pid = await lifecycle.stop(db)

@@ -40,10 +40,11 @@ async def cmd_open(args: argparse.Namespace) -> int:
     if remote is None:
         # The app's modules load while the daemon starts: two processes on two cores, instead
         # of one after the other (the first frame with 10k tasks: 1.04x -> 0.66x a DataTable).
-        remote, _ = await asyncio.gather(
+        started, _ = await asyncio.gather(
             ensure(db, concurrency=args.concurrency, shell=args.shell),
             asyncio.to_thread(importlib.import_module, "tui.app.tui_app"),
         )
+        remote = started
     elif ignored := ignored_settings(args, f"the tui daemon (pid {remote.pid})"):
         notices.append(ignored)
     try:

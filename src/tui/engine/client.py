@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
-from tui.engine.procs import proc_start_time
 from tui.engine.scheduler import Engine, EngineError, live_engine_pid
 from tui.model.task import Task
+from tui.procs.process import proc_start_time
 from tui.store.db import Store
 
 REPLY_TIMEOUT = 30.0

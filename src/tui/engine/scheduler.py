@@ -30,10 +30,15 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.agents.base import Adapter, AdapterError, RunResult
+from tui.engine.adapter import Adapter, AdapterError, RunResult, declared_adapters
 from tui.engine.clock import Clock, RealClock
 from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
-from tui.engine.procs import (
+from tui.engine.retry import retry_delay
+from tui.model.duration import format_duration
+from tui.model.output_format import OutputFormatError, parse_output
+from tui.model.states import UNSUCCESSFUL, State
+from tui.model.task import Task, priority_rank
+from tui.procs.process import (
     Child,
     ProcIdentity,
     identity_alive,
@@ -41,11 +46,6 @@ from tui.engine.procs import (
     proc_start_time,
     terminate_group,
 )
-from tui.engine.retry import retry_delay
-from tui.model.duration import format_duration
-from tui.model.output_format import OutputFormatError, parse_output
-from tui.model.states import UNSUCCESSFUL, State
-from tui.model.task import Task, priority_rank
 from tui.store.chunks import ChunkRow, make_chunks
 from tui.store.db import Move, Store, StoreError, waiting_reason
 from tui.store.records import (
@@ -216,14 +216,12 @@ class Engine:
         kill_grace: float = 5.0,
         shell: str = "bash",
     ) -> None:
-        from tui.agents.registry import default_adapters
-
         self.store = store
         self.id = uuid.uuid4().hex
         self.concurrency = max(1, concurrency)
         self.agent_limits = dict(agent_limits or {})
         self.auto_approve = auto_approve
-        self.adapters = adapters if adapters is not None else default_adapters()
+        self.adapters = adapters if adapters is not None else declared_adapters()
         self.clock = clock or RealClock()
         self.rng = rng or random.Random()
         self.kill_grace = kill_grace

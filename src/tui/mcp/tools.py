@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tui.agents.mcp_launch import ASK_TOOL_ENV, PROJECT_ENV
 from tui.engine.asking import answer_values, ask_person, question_payload
 from tui.engine.client import connect
 from tui.engine.scheduler import EngineError
-from tui.mcp.launch import ASK_TOOL_ENV, PROJECT_ENV
 from tui.model.task import Task
 from tui.store.db import Store
 from tui.taskfile import TaskfileError, list_tasks, run_captured
