@@ -289,6 +289,39 @@ class Store:
         move = Move(task_id, expected, to, reason, updates)
         return await self._call(lambda t: _transition(t, move, now))
 
+    async def move(self, move: Move, base: TaskRecord | None = None) -> TaskRecord | None:
+        """``transition``, returning the task as the transaction left it (None: no move).
+
+        ``base`` is the caller's record of the task: its spec and dependencies (which never
+        change) are carried over instead of read and parsed again.
+        """
+        now = time.time()
+        return await self._call(lambda t: _moved(t, move, now, base))
+
+    async def move_many(
+        self, moves: Sequence[tuple[Move, TaskRecord | None]]
+    ) -> list[TaskRecord | None]:
+        """Several ``move``s in one transaction, in order (a cascade of any length is one
+        round trip). Each is checked on its own; one refused does not stop the others."""
+        now = time.time()
+        return await self._call(lambda t: [_moved(t, m, now, base) for m, base in moves])
+
+    async def update_task_record(
+        self, task_id: str, base: TaskRecord | None = None, **cols: Any
+    ) -> TaskRecord | None:
+        """``update_task``, returning the updated task (None if there is no such task)."""
+        now = time.time()
+        sets = ", ".join(f"{k} = ?" for k in cols)
+
+        def tx(t: _Tx) -> TaskRecord | None:
+            t.db.execute(
+                f"UPDATE tasks SET {sets}, updated_at = ? WHERE id = ?",
+                (*cols.values(), now, task_id),
+            )
+            return _read_task(t, task_id, base)
+
+        return await self._call(tx)
+
     async def update_task(self, task_id: str, **cols: Any) -> None:
         """Change non-state columns (approval flag, retry time, totals)."""
         sets = ", ".join(f"{k} = ?" for k in cols)
@@ -298,19 +331,7 @@ class Store:
         )
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
-        def tx(t: _Tx) -> TaskRecord | None:
-            rows = t.all(f"SELECT {_TASK_COLS} FROM tasks WHERE id = ?", (task_id,))
-            if not rows:
-                return None
-            deps = [
-                r[0]
-                for r in t.all(
-                    "SELECT depends_on FROM deps WHERE task_id = ? ORDER BY rowid", (task_id,)
-                )
-            ]
-            return _task_from_row(rows[0], deps)
-
-        return await self._call(tx, write=False)
+        return await self._call(lambda t: _read_task(t, task_id, None), write=False)
 
     async def list_tasks(
         self, states: Collection[State] | None = None, tag: str | None = None
@@ -364,7 +385,9 @@ class Store:
         began = await self.start_run(task_id, engine_id)
         return (began.run_id, began.attempt) if began else None
 
-    async def start_run(self, task_id: str, engine_id: str) -> RunStart | None:
+    async def start_run(
+        self, task_id: str, engine_id: str, base: TaskRecord | None = None
+    ) -> RunStart | None:
         """``begin_run``, and in the same transaction what the new attempt may need to know:
         the task's earlier runs and every question asked about it."""
         now = time.time()
@@ -407,6 +430,7 @@ class Store:
                 attempt,
                 [RunRecord(*r) for r in runs],
                 [QuestionRecord.from_row(r) for r in questions],
+                _read_task(t, task_id, base),
             )
 
         return await self._call(tx)
@@ -448,15 +472,44 @@ class Store:
         """Close a run and add its cost and tokens to the task's totals; with ``then``, also
         make that transition in the same transaction (one round trip where two were).
         Returns whether ``then`` happened (False without one)."""
+        moved = await self.end_run_record(
+            run_id,
+            outcome=outcome,
+            exit_code=exit_code,
+            error=error,
+            cost_usd=cost_usd,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            session_id=session_id,
+            then=then,
+        )
+        return moved is not None
+
+    async def end_run_record(
+        self,
+        run_id: int,
+        *,
+        outcome: str,
+        exit_code: int | None = None,
+        error: str = "",
+        cost_usd: float = 0.0,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        session_id: str = "",
+        then: Move | None = None,
+        base: TaskRecord | None = None,
+    ) -> TaskRecord | None:
+        """``end_run``, returning the task as the transaction left it if ``then`` happened
+        (None if it did not, or without one)."""
         now = time.time()
 
-        def tx(t: _Tx) -> bool:
+        def tx(t: _Tx) -> TaskRecord | None:
             row = t.one("SELECT task_id, ended_at FROM runs WHERE id = ?", (run_id,))
             if row and row[1] is None:
                 close(t, row[0])
             if then is None:
-                return False
-            return _transition(t, then, now)
+                return None
+            return _moved(t, then, now, base)
 
         def close(t: _Tx, task_id: str) -> None:
             t.db.execute(
@@ -691,13 +744,31 @@ class Store:
 
         A task already READY (a second question while the first is open) stays READY.
         """
+        raised = await self.raise_question_record(
+            question_id, task_id, run_id, kind, payload, expected=expected
+        )
+        return raised is not None
+
+    async def raise_question_record(
+        self,
+        question_id: str,
+        task_id: str,
+        run_id: int | None,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        expected: Collection[State],
+        base: TaskRecord | None = None,
+    ) -> TaskRecord | None:
+        """``raise_question``, returning the task as the transaction left it (None: not
+        raised, the task was not in ``expected``)."""
         now = time.time()
         body = json.dumps(payload)
 
-        def tx(t: _Tx) -> bool:
+        def tx(t: _Tx) -> TaskRecord | None:
             row = t.one("SELECT state FROM tasks WHERE id = ?", (task_id,))
             if not row or State(row[0]) not in expected:
-                return False
+                return None
             current = State(row[0])
             t.db.execute(
                 f"INSERT INTO questions ({_Q_COLS}) VALUES (?,?,?,?,?,'open',NULL,?,NULL)",
@@ -720,7 +791,7 @@ class Store:
                 {"question_id": question_id, "kind": kind, "payload": payload},
                 now,
             )
-            return True
+            return _read_task(t, task_id, base)
 
         return await self._call(tx)
 
@@ -888,6 +959,28 @@ def _transition(t: _Tx, move: Move, now: float) -> bool:
         return False
     t.event(task_id, "state", current, to, reason, None, now)
     return True
+
+
+def _moved(t: _Tx, move: Move, now: float, base: TaskRecord | None) -> TaskRecord | None:
+    """``_transition``, then the task as it now is (None if the move was refused)."""
+    return _read_task(t, move.task_id, base) if _transition(t, move, now) else None
+
+
+def _read_task(t: _Tx, task_id: str, base: TaskRecord | None) -> TaskRecord | None:
+    """The task's row as a record; with ``base``, its parsed spec and its dependencies are
+    reused (neither changes after submission), so only the runtime columns are read."""
+    rows = t.all(f"SELECT {_TASK_COLS} FROM tasks WHERE id = ?", (task_id,))
+    if not rows:
+        return None
+    if base is not None:
+        rec = _task_from_row(rows[0], base.depends_on)
+        rec.spec = base.spec
+        return rec
+    deps = [
+        r[0]
+        for r in t.all("SELECT depends_on FROM deps WHERE task_id = ? ORDER BY rowid", (task_id,))
+    ]
+    return _task_from_row(rows[0], deps)
 
 
 def _in_thread(

@@ -123,6 +123,7 @@ class RunStart:
     attempt: int
     previous_runs: list[RunRecord]
     questions: list[QuestionRecord]  # every question about the task, newest first
+    task: TaskRecord | None = None  # the task as this transaction left it (RUNNING)
 
 
 @dataclass(frozen=True)
