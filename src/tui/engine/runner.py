@@ -197,6 +197,7 @@ def ended_as(run: Run, rec: TaskRecord, result: RunResult) -> tuple[State, str]:
         return State.TIMED_OUT, f"timed out after {format_duration(rec.task.timeout)}"
     if run.kill_reason == "cancel":
         return State.CANCELLED, "cancelled by user"
-    if run.kill_reason == "shutdown":
+    if run.kill_reason == "shutdown" and result.outcome != State.COMPLETED:
+        # Not when the agent had finished its work as the engine stopped: it must not rerun.
         return State.FAILED, "interrupted"
     return result.outcome, result.error

@@ -149,7 +149,8 @@ class Engine(Questions):
         ]
 
     async def stop(self) -> None:
-        """Stop scheduling; running attempts are ended as interrupted and retried next start."""
+        """Stop scheduling; running attempts are ended as interrupted and their tasks queued
+        again (the attempt not counted): the next engine on this database runs them."""
         if not self._started:
             return
         self._started = False
@@ -182,7 +183,7 @@ class Engine(Questions):
         records = await self.load()
         for r in records:
             if r.state == State.RUNNING:
-                await self._after_attempt(r.id, State.FAILED, "interrupted")
+                await self._requeue_interrupted(r.id)
             elif r.state == State.QUEUED:
                 self._enqueue(r)
         # A failure cascades at once (one pass covers its whole subgraph); tasks ready to
@@ -444,11 +445,22 @@ class Engine(Questions):
 
     # -- a finished attempt and what follows ---------------------------------------------------
 
-    async def _after_attempt(self, task_id: str, outcome: State, reason: str) -> None:
-        """RUNNING → outcome, scheduling an automatic retry when the policy allows one."""
-        move, retrying = self._attempt_move(self._get(task_id), outcome, reason)
-        if await self._move(task_id, move.expected, move.to, move.reason, **move.updates):
-            await self._attempt_moved(task_id, outcome, retrying)
+    def _interrupted_move(self, rec: TaskRecord) -> Move:
+        """RUNNING → QUEUED for an attempt the engine interrupted (it died or stopped): not
+        the task's failure, so the attempt is not counted (attempt_base follows attempts)."""
+        return Move(
+            rec.id,
+            State.RUNNING,
+            State.QUEUED,
+            "interrupted",
+            {"attempt_base": rec.attempt_base + 1, "retry_at": None},
+        )
+
+    async def _requeue_interrupted(self, task_id: str) -> None:
+        move = self._interrupted_move(self._get(task_id))
+        new = await self._move(task_id, move.expected, move.to, move.reason, **move.updates)
+        if new is not None:
+            self._enqueue(new)
 
     def _attempt_move(self, rec: TaskRecord, outcome: State, reason: str) -> tuple[Move, bool]:
         """Where a finished attempt goes, and whether an automatic retry is scheduled."""
@@ -564,14 +576,19 @@ class Engine(Questions):
             except Exception:  # the run row lacks its pid; recovery then leaves it alone
                 log.exception("could not store the process of run %s", run.run_id)
         rec = self._tasks[task_id]
-        review = outcome == State.COMPLETED and rec.task.review
+        interrupted = run.kill_reason == "shutdown" and outcome != State.COMPLETED
+        review = outcome == State.COMPLETED and rec.task.review and not interrupted
         # The run's end and the task's next state share one transaction (and round trip).
-        move, retrying = (
-            (None, False) if review else self._attempt_move(rec, outcome, error or "exit code 0")
-        )
+        move: Move | None
+        if interrupted:
+            move, retrying = self._interrupted_move(rec), False
+        elif review:
+            move, retrying = None, False
+        else:
+            move, retrying = self._attempt_move(rec, outcome, error or "exit code 0")
         new = await self.store.end_run_record(
             run.run_id,
-            outcome=outcome.value,
+            outcome="interrupted" if interrupted else outcome.value,
             exit_code=result.exit_code,
             error=error,
             cost_usd=result.cost_usd,
@@ -591,7 +608,9 @@ class Engine(Questions):
         if review:
             await self._raise(task_id, None, "review", {"result": result.result or ""})
             return
-        if new is not None:
+        if new is not None and interrupted:
+            self._enqueue(new)  # for the next engine: this one is stopping
+        elif new is not None:
             await self._changed_now()
             await self._attempt_moved(task_id, outcome, retrying)
         if outcome == State.CANCELLED:
