@@ -18,8 +18,8 @@ import signal
 import time
 from collections.abc import Iterable
 
-from tui.engine.procs import ProcIdentity, identity_alive, kill_orphan_group, proc_start_time
 from tui.engine.runner import ENV_ENGINE_ID, ENV_RUN_ID
+from tui.procs.process import ProcIdentity, identity_alive, kill_orphan_group, proc_start_time
 from tui.store.db import Store
 
 _KILL_WAIT = 5.0  # seconds to wait for killed processes to be gone (SIGKILL: not long)

@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tui.agents.base import Adapter, AdapterError, RunResult
+from tui.engine.adapter import Adapter, AdapterError, RunResult
 from tui.engine.output import LineCounter
-from tui.engine.procs import Child, terminate_group
 from tui.model.duration import format_duration
 from tui.model.states import State
+from tui.procs.process import Child, terminate_group
 from tui.store.records import QuestionRecord, RunRecord, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,12 @@ class Run(LineCounter):
 class RunHost(Protocol):
     """What a run needs from the engine that owns it."""
 
-    shell: str
-    engine_id: str
-    db_path: str
+    @property
+    def shell(self) -> str: ...
+    @property
+    def engine_id(self) -> str: ...
+    @property
+    def db_path(self) -> str: ...
 
     async def output_lines(self, run: Run, stream: int, lines: list[str]) -> None: ...
     async def ask_person(

@@ -3,7 +3,7 @@
 The database is the source of truth. The engine keeps the records the store hands back from
 each checked transition (never a copy it edits itself), so deciding what runs next never
 rescans the store. Only one engine schedules a database at a time; other processes reach it
-through the command inbox (see ``client``).
+over the socket its owner serves (``client``).
 
 Where things are: ``graph`` (dependencies, what a failure cancels), ``queue`` (priorities and
 slots), ``runner`` (one run: spawn, watchdog, kill), ``questions`` (questions and reviews),
@@ -23,7 +23,6 @@ import uuid
 from collections import Counter
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
     Callable,
     Collection,
     Iterable,
@@ -32,13 +31,13 @@ from collections.abc import (
 )
 from typing import Any
 
-from tui.agents.base import Adapter, RunResult
+from tui.engine.adapter import Adapter, RunResult, declared_adapters
+from tui.engine.api import Message, Reply
 from tui.engine.clock import Clock, RealClock
 from tui.engine.errors import EngineBusy, EngineError
 from tui.engine.events import Cursor, Event
 from tui.engine.graph import Graph
 from tui.engine.output import FLUSH_HIGH_WATER, OutputBuffer
-from tui.engine.procs import Child, ProcIdentity, identity_alive, proc_start_time
 from tui.engine.questions import Questions
 from tui.engine.queue import RunQueue
 from tui.engine.recovery import end_orphaned_runs
@@ -49,12 +48,11 @@ from tui.model.duration import format_duration
 from tui.model.output_format import OutputFormatError, parse_output
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import Task, priority_rank
+from tui.procs.process import Child, ProcIdentity, identity_alive, proc_start_time
 from tui.store.db import Move, Store, StoreError
 from tui.store.records import STDERR, EventRecord, OutputLine, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
-
-INBOX_POLL = 0.1  # seconds between looks at the command inbox
 
 
 def _engine_alive(pid: int, start: int | None) -> bool:
@@ -86,8 +84,6 @@ class Engine(Questions):
         shell: str = "bash",
         executor: Executor | None = None,
     ) -> None:
-        from tui.agents.registry import default_adapters
-
         super().__init__()
         self.store = store
         self.id = uuid.uuid4().hex
@@ -96,7 +92,7 @@ class Engine(Questions):
         self.rng = rng or random.Random()
         self.shell = shell
         self.executor: Executor = executor or LocalExecutor(
-            adapters if adapters is not None else default_adapters(), kill_grace
+            adapters if adapters is not None else declared_adapters(), kill_grace
         )
 
         self._tasks: dict[str, TaskRecord] = {}  # as the store last returned each
@@ -105,7 +101,6 @@ class Engine(Questions):
         self._retrying: set[str] = set()  # tasks waiting for an automatic retry
         self._running: dict[str, Run] = {}
         self._runners: set[asyncio.Task[None]] = set()  # until each has fully finished
-        self._commands: set[asyncio.Future[None]] = set()  # inbox commands in flight
         self._wake = asyncio.Event()
         self._changed = asyncio.Condition()
         self._loops: list[asyncio.Task[None]] = []
@@ -145,7 +140,6 @@ class Engine(Questions):
         self._loops = [
             asyncio.create_task(self._schedule_loop(), name="tui-scheduler"),
             asyncio.create_task(self.output.loop(), name="tui-output"),
-            asyncio.create_task(self._inbox_loop(), name="tui-inbox"),
         ]
 
     async def stop(self) -> None:
@@ -164,7 +158,6 @@ class Engine(Questions):
             run.kill_reason = run.kill_reason or "shutdown"
         await asyncio.gather(*(self.executor.kill(run) for run in runs))
         await asyncio.gather(*self._runners, return_exceptions=True)
-        await asyncio.gather(*self._commands, return_exceptions=True)
         await self.output.flush()
         await self.store.unregister_engine(self.id)
         self.store.on_event = None
@@ -492,7 +485,7 @@ class Engine(Questions):
             async with self._batch:
                 next_due = await self._due_retries()
                 await self._start_runnable()
-            waits = [asyncio.create_task(self._wake.wait())]
+            waits: list[asyncio.Task[Any]] = [asyncio.create_task(self._wake.wait())]
             if next_due is not None:
                 waits.append(asyncio.create_task(self._sleep_until(next_due)))
             try:
@@ -647,53 +640,13 @@ class Engine(Questions):
             )
         )
 
-    # -- commands from other processes -----------------------------------------------------
+    # -- commands (from this process, or from the socket: tui.daemon.server) ------------
 
-    async def _inbox_loop(self) -> None:
-        while True:
-            for command_id, kind, payload in await self.store.pending_commands():
-                # Shielded: a command that makes the run finish (cancelling the last task)
-                # must still write its reply while the engine stops.
-                job = asyncio.ensure_future(self._run_command(command_id, kind, payload))
-                self._commands.add(job)
-                job.add_done_callback(self._commands.discard)
-                await asyncio.shield(job)
-            await asyncio.sleep(INBOX_POLL)
+    async def handle(self, message: Message[Any]) -> Reply:
+        """Answer one message of ``tui.engine.api`` (its handler: ``tui.engine.handlers``)."""
+        from tui.engine.handlers import handle
 
-    async def _run_command(self, command_id: int, kind: str, payload: dict[str, Any]) -> None:
-        ok, reply = await self.dispatch(kind, payload)
-        await self.store.finish_command(command_id, ok, reply)
-
-    async def dispatch(self, kind: str, payload: dict[str, Any]) -> tuple[bool, str]:
-        """Run one named command; used by the inbox and, later, the daemon socket."""
-        p = payload
-        handlers: dict[str, Callable[[], Awaitable[str]]] = {
-            "approve": lambda: self.approve(p["task_id"]),
-            "cancel": lambda: self.cancel(p["task_id"]),
-            "retry": lambda: self.retry(p["task_id"]),
-            "answer": lambda: self.answer(p["question_id"], p["answer"]),
-            "expire": lambda: self.expire(p["question_id"]),
-            "accept": lambda: self.accept(p["task_id"]),
-            "reject": lambda: self.reject(p["task_id"], p.get("comment", "")),
-            "ask": lambda: self.ask(
-                p["task_id"], int(p["run_id"]), p.get("kind", "question"), p["payload"]
-            ),
-        }
-        try:
-            if kind == "submit":
-                tasks = [Task.model_validate(t) for t in p["tasks"]]
-                approved = p.get("approved")
-                if approved is not None and not isinstance(approved, bool):
-                    raise ValueError("approved must be true, false or absent")
-                return True, " ".join(await self.submit(tasks, approved))
-            handler = handlers.get(kind)
-            if handler is None:
-                return False, f"unknown command {kind!r}"
-            return True, await handler()
-        except EngineError as e:
-            return False, str(e)
-        except (KeyError, ValueError) as e:
-            return False, f"malformed {kind} command: {e}"
+        return await handle(self, message)
 
 
 __all__ = [

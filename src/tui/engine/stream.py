@@ -106,10 +106,10 @@ class EventStream:
     async def _stored_after(self, cursor: Cursor, upto: Cursor | None) -> AsyncIterator[Event]:
         last_event, last_output = cursor
         end = upto or Cursor(sys.maxsize, sys.maxsize)
-        while last_event < end.event_id and (batch := await self._store.read_events(last_event)):
-            for ev in batch:
+        while last_event < end.event_id and (evs := await self._store.read_events(last_event)):
+            for ev in evs:
                 yield ev
-            last_event = batch[-1].id
+            last_event = evs[-1].id
         while last_output < end.output_id and (
             chunks := await self._store.read_output_chunks(last_output)
         ):
