@@ -27,8 +27,8 @@ def test_kill_9_then_run_recovers_every_task(tui: Tui) -> None:
     marker = tui.marker()
     script = SCRIPT.format(marker=marker, lines=LINES, hold=HOLD_AT)
     names = ["r1", "r2", "r3"]
-    retry = {"max_attempts": 3, "delay": "0s"}
-    f = write_tasks(tui.dir / "crash.yaml", [shell_task(n, script, retry=retry) for n in names])
+    # The default max_attempts (1): an interrupted attempt is not one of the task's attempts.
+    f = write_tasks(tui.dir / "crash.yaml", [shell_task(n, script) for n in names])
     run = tui.popen("run", str(f), "--concurrency", "3")
 
     def all_held() -> bool:
@@ -60,11 +60,8 @@ def test_kill_9_then_run_recovers_every_task(tui: Tui) -> None:
         assert tasks[name]["state"] == "COMPLETED", tasks[name]
         assert tasks[name]["attempts"] == 2
         mine = [(frm, to, reason) for _, n, frm, to, reason in log if n == name]
-        failed = [i for i, (frm, to, _) in enumerate(mine) if (frm, to) == ("RUNNING", "FAILED")]
-        assert len(failed) == 1, mine
-        i = failed[0]
-        assert "interrupted" in mine[i][2], mine
-        assert mine[i + 1][:2] == ("FAILED", "QUEUED"), mine
+        assert ("RUNNING", "QUEUED", "interrupted") in mine, mine
+        assert not [m for m in mine if m[1] == "FAILED"], mine
         assert mine[-1][:2] == ("RUNNING", "COMPLETED"), mine
     # The printed transitions show the recovery too.
     assert "interrupted" in res.stdout

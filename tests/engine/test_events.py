@@ -21,14 +21,14 @@ async def test_a_stalled_viewer_is_bounded_then_catches_up(store: Store) -> None
         stream = engine.events(Cursor())
         await engine.submit([t])
         first = await anext(stream)  # the viewer is subscribed, then stops reading
-        [sub] = engine._subscribers
+        [sub] = engine.stream._subscribers
         peak = 0
 
         def watch(item: object) -> None:
             nonlocal peak
             peak = max(peak, sub.backlog)
 
-        engine._subscribers.add(_Probe(watch))
+        engine.stream._subscribers.add(_Probe(watch))
         await engine.wait_settled([t.id])
         assert sub.lagging  # it fell behind and holds nothing more
         assert peak <= scheduler.SUBSCRIBER_BACKLOG + scheduler.FLUSH_HIGH_WATER * 2

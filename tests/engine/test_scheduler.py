@@ -1,4 +1,5 @@
 import asyncio
+import os
 import random
 from pathlib import Path
 
@@ -349,7 +350,7 @@ async def test_recovery_kills_orphans_and_retries(tmp_path: Path) -> None:
 
     path = tmp_path / "t.db"
     store = await Store.open(path)
-    t = shell_task("victim", "echo again", retry={"max_attempts": 2, "delay": "0s"})
+    t = shell_task("victim", "echo again")  # max_attempts 1: the interruption is not one
     await store.insert_tasks([t], approved=True)
     await store.transition(t.id, State.PENDING, State.QUEUED)
     began = await store.begin_run(t.id, "dead-engine")
@@ -362,9 +363,62 @@ async def test_recovery_kills_orphans_and_retries(tmp_path: Path) -> None:
         await engine.wait_settled([t.id])
         rec = await engine.get(t.id)
     assert rec is not None and rec.state == State.COMPLETED and rec.attempts == 2
+    assert rec.attempt_in_round == 1
     moves = [(f, to, why) for _, f, to, why, _ in await store.transitions(t.id)]
-    assert moves[2][:2] == ("RUNNING", "FAILED") and "interrupted" in moves[2][2]
+    assert moves[2] == ("RUNNING", "QUEUED", "interrupted")
     runs = await store.runs(t.id)
     assert runs[0].outcome == "interrupted" and runs[1].outcome == "COMPLETED"
     assert os.path.exists(path)
+    await store.close()
+
+
+async def test_an_engine_stopped_mid_run_queues_the_task_again_without_using_an_attempt(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.db"
+    store = await Store.open(path)
+    t = shell_task("long", 'if [ "$TUI_ATTEMPT" = 1 ]; then sleep 60; fi; echo done')
+    async with Engine(store) as engine:
+        await engine.submit([t])
+        await wait_state(engine, t.id, State.RUNNING)
+    rec = await store.get_task(t.id)
+    assert rec is not None and rec.state == State.QUEUED and rec.reason == "interrupted"
+    async with Engine(store) as engine:  # the next engine carries it on
+        await engine.wait_settled([t.id])
+        rec = await engine.get(t.id)
+    assert rec is not None and rec.state == State.COMPLETED and rec.attempt_in_round == 1
+    runs = await store.runs(t.id)
+    assert [r.outcome for r in runs] == ["interrupted", "COMPLETED"]
+    await store.close()
+
+
+async def test_recovery_finds_a_run_process_whose_pid_was_never_stored(tmp_path: Path) -> None:
+    import subprocess
+
+    store = await Store.open(tmp_path / "t.db")
+    t = shell_task("victim", "echo again")
+    await store.insert_tasks([t], approved=True)
+    await store.transition(t.id, State.PENDING, State.QUEUED)
+    began = await store.begin_run(t.id, "dead-engine")
+    assert began is not None
+    # What a kill -9 right after the spawn leaves: the process, marked, and no pid stored.
+    marked = {"TUI_ENGINE_ID": "dead-engine", "TUI_RUN_ID": str(began[0])}
+    orphan = subprocess.Popen(
+        ["sleep", "300"], start_new_session=True, env={**os.environ, **marked}
+    )
+    other = subprocess.Popen(  # another run's process: left alone
+        ["sleep", "300"],
+        start_new_session=True,
+        env={**os.environ, **marked, "TUI_ENGINE_ID": "another-engine"},
+    )
+    try:
+        async with Engine(store) as engine:
+            assert orphan.wait(timeout=10) == -9
+            await engine.wait_settled([t.id])
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+    rec = await store.get_task(t.id)
+    assert rec is not None and rec.state == State.COMPLETED
     await store.close()

@@ -46,6 +46,10 @@ TRANSITIONS: frozenset[tuple[State, State]] = frozenset(
         # resumes it, and a task waiting on a human can be cancelled.
         (S.READY, S.RUNNING),
         (S.READY, S.CANCELLED),
+        # Documented extension: an attempt the engine itself interrupted (it died or was
+        # stopped) is not the task's failure: the task goes back to the queue, the attempt
+        # not counted against its retry policy.
+        (S.RUNNING, S.QUEUED),
     }
 )
 

@@ -33,7 +33,7 @@ from tui.store.records import (
     TaskRecord,
 )
 from tui.store.tasks import Move
-from tui.store.tx import Database, setup
+from tui.store.tx import Database, Tx, setup
 
 log = logging.getLogger("tui.store")
 
@@ -144,6 +144,34 @@ class Store:
         move = Move(task_id, expected, to, reason, updates)
         return await self._db.call(lambda t: tasks.transition(t, move, now))
 
+    async def move(self, move: Move, base: TaskRecord | None = None) -> TaskRecord | None:
+        """``transition`` of a ``Move``. ``base``, the caller's record of the task, lends the
+        result its parsed spec (a spec never changes after submission)."""
+        now = time.time()
+        return await self._db.call(lambda t: _based(tasks.transition(t, move, now), base))
+
+    async def move_many(
+        self, moves: Sequence[tuple[Move, TaskRecord | None]]
+    ) -> list[TaskRecord | None]:
+        """Several ``move``s in one transaction, in order (a cascade of any length is one
+        round trip). Each is checked on its own; one refused does not stop the others."""
+        now = time.time()
+        return await self._db.call(
+            lambda t: [_based(tasks.transition(t, m, now), base) for m, base in moves]
+        )
+
+    async def update_task_record(
+        self, task_id: str, base: TaskRecord | None = None, **cols: Any
+    ) -> TaskRecord | None:
+        """``update_task``, returning the updated task (None if there is no such task)."""
+        now = time.time()
+
+        def tx(t: Tx) -> TaskRecord | None:
+            tasks.update(t, task_id, cols, now)
+            return _based(tasks.get(t, task_id), base)
+
+        return await self._db.call(tx)
+
     async def update_task(self, task_id: str, **cols: Any) -> None:
         """Change non-state columns (approval flag, retry time, totals)."""
         now = time.time()
@@ -178,11 +206,16 @@ class Store:
         began = await self.start_run(task_id, engine_id)
         return (began.run_id, began.attempt) if began else None
 
-    async def start_run(self, task_id: str, engine_id: str) -> RunStart | None:
+    async def start_run(
+        self, task_id: str, engine_id: str, base: TaskRecord | None = None
+    ) -> RunStart | None:
         """``begin_run``, and in the same transaction what the new attempt may need to know:
         the task's earlier runs and every question asked about it."""
         now = time.time()
-        return await self._db.call(lambda t: runs.start(t, task_id, engine_id, now))
+        began = await self._db.call(lambda t: runs.start(t, task_id, engine_id, now))
+        if began is not None:
+            _based(began.task, base)
+        return began
 
     async def set_run_process(
         self, run_id: int, pid: int, pgid: int, proc_start: int | Callable[[], int | None] | None
@@ -226,6 +259,12 @@ class Store:
             return tasks.transition(t, then, now) if then is not None else None
 
         return await self._db.call(tx)
+
+    async def end_run_record(
+        self, run_id: int, *, base: TaskRecord | None = None, **fields: Any
+    ) -> TaskRecord | None:
+        """``end_run``, with ``base`` lending the moved task its parsed spec."""
+        return _based(await self.end_run(run_id, **fields), base)
 
     async def runs(self, task_id: str | None = None, *, open_only: bool = False) -> list[RunRecord]:
         return await self._db.call(lambda t: runs.select(t, task_id, open_only), write=False)
@@ -325,6 +364,23 @@ class Store:
             )
         )
 
+    async def raise_question_record(
+        self,
+        question_id: str,
+        task_id: str,
+        run_id: int | None,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        expected: Collection[State],
+        base: TaskRecord | None = None,
+    ) -> TaskRecord | None:
+        """``raise_question``, with ``base`` lending the task its parsed spec."""
+        raised = await self.raise_question(
+            question_id, task_id, run_id, kind, payload, expected=expected
+        )
+        return _based(raised, base)
+
     async def close_question(
         self, question_id: str, status: str, answer: dict[str, Any] | None = None
     ) -> bool:
@@ -357,3 +413,10 @@ class Store:
     async def set_engine_socket(self, engine_id: str, socket: str) -> None:
         """Where the engine serves its clients (tui.daemon.server)."""
         await self._db.call(lambda t: engines.set_socket(t, engine_id, socket))
+
+
+def _based(rec: TaskRecord | None, base: TaskRecord | None) -> TaskRecord | None:
+    """``rec`` with the spec ``base`` already parsed (specs never change once stored)."""
+    if rec is not None and base is not None and not isinstance(base.spec, str):
+        rec.spec = base.spec
+    return rec

@@ -1,0 +1,89 @@
+"""Output capture: lines of running tasks buffered and stored in batches, then published.
+
+Lines are stored before viewers see them (see ``stream``), a frame's worth at a time; a
+producer faster than the database waits only when the writer is a whole batch behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tui.engine.events import OutputBatch
+from tui.store.chunks import ChunkRow, make_chunks
+from tui.store.db import DiskFullError, Store
+from tui.store.records import RAW
+
+FLUSH_INTERVAL = 0.05  # seconds between output batches (a UI frame or so)
+FLUSH_HIGH_WATER = 20_000  # lines buffered before a producer waits for the writer
+
+
+@dataclass
+class LineCounter:
+    """Where one run's lines stand: the next line numbers of its text and protocol streams."""
+
+    task_id: str
+    run_id: int
+    seq: int = 0
+    raw_seq: int = 0
+
+
+class OutputBuffer:
+    def __init__(
+        self,
+        store: Store,
+        publish: Callable[[OutputBatch], None],
+        not_stored: Callable[[DiskFullError, set[int]], None],
+    ) -> None:
+        self._store = store
+        self._publish = publish
+        self._not_stored = not_stored  # told which runs' lines the full disk refused
+        self._chunks: list[ChunkRow] = []  # one per read: see tui.store.chunks
+        self._lines = 0  # lines in _chunks
+        self._raw: list[tuple[str, int, int, float, str]] = []
+        self._lock = asyncio.Lock()
+        self._flushing: asyncio.Future[None] | None = None
+        self._ready = asyncio.Event()
+
+    async def add(self, run: LineCounter, stream: int, lines: list[str]) -> None:
+        now = time.time()
+        if stream == RAW:
+            for text in lines:
+                run.raw_seq += 1
+                self._raw.append((run.task_id, run.run_id, run.raw_seq, now, text))
+        elif lines:
+            self._chunks += make_chunks(run.task_id, run.run_id, stream, run.seq + 1, now, lines)
+            run.seq += len(lines)
+            self._lines += len(lines)
+        self._ready.set()
+        if self._lines >= FLUSH_HIGH_WATER:
+            # Double-buffered: one batch is written while the next fills. Only when the
+            # writer is a whole batch behind does the producer wait (its pipe then fills).
+            if self._flushing is not None and not self._flushing.done():
+                await self._flushing
+            self._flushing = asyncio.ensure_future(self.flush())
+
+    async def flush(self) -> None:
+        """Store everything buffered, then publish it (in store order)."""
+        async with self._lock:
+            chunks, self._chunks, self._lines = self._chunks, [], 0
+            raw, self._raw = self._raw, []
+            try:
+                await self._store.append_raw(raw)
+                if not chunks:
+                    return
+                first_id = await self._store.append_chunks(chunks)
+            except DiskFullError as e:
+                self._not_stored(e, {c[1] for c in chunks} | {r[1] for r in raw})
+                return
+            self._publish(OutputBatch.of_chunks(first_id, chunks))
+
+    async def loop(self) -> None:
+        """Flush a frame after the first line of each batch, forever."""
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            await asyncio.sleep(FLUSH_INTERVAL)  # gather a frame's worth of lines
+            await self.flush()

@@ -1,0 +1,209 @@
+"""One run of one task: start it, watch its timeout, kill it, say how it ended.
+
+``Executor`` is the seam between the engine and whatever carries a run out. ``LocalExecutor``
+runs the task's agent adapter as a local process group; a second executor (a cluster, Ray)
+implements the same two methods. The engine owns everything durable around a run — the run row,
+the task's state, output, questions — and reaches the run only through ``Run`` and ``RunHost``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tui.engine.adapter import Adapter, AdapterError, RunResult
+from tui.engine.output import LineCounter
+from tui.model.duration import format_duration
+from tui.model.states import State
+from tui.procs.process import Child, terminate_group
+from tui.store.records import QuestionRecord, RunRecord, RunStart, TaskRecord
+
+log = logging.getLogger(__name__)
+
+# Environment names a run's processes carry. TUI_ENGINE_ID and TUI_RUN_ID together mark every
+# process of a run (children inherit them): recovery finds by them a run whose pid it never
+# learnt (see docs/daemon.md, "Crash safety").
+ENV_RUN_ID = "TUI_RUN_ID"
+ENV_ENGINE_ID = "TUI_ENGINE_ID"
+
+
+@dataclass(eq=False)
+class Run(LineCounter):
+    """One attempt under way, as the engine and its executor share it."""
+
+    attempt: int = 1
+    proc: Child | None = None
+    recorded: asyncio.Future[None] | None = None  # the process stored in its run row
+    kill_reason: str = ""  # "timeout" | "cancel" | "shutdown" | "disk_full"
+    kill_error: str = ""  # why, for "disk_full"
+    runner: asyncio.Task[None] | None = None  # the engine's task carrying the run to its end
+    # The timeout counts only while the agent works, not while it waits on a human:
+    # exactly one of these two is set at any time.
+    working: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
+    open_questions: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.working.set()
+
+    def pause_clock(self) -> None:
+        """A person was asked: the timeout stops counting."""
+        self.working.clear()
+        self.waiting.set()
+
+    def resume_clock(self) -> None:
+        self.waiting.clear()
+        self.working.set()
+
+
+class RunHost(Protocol):
+    """What a run needs from the engine that owns it."""
+
+    @property
+    def shell(self) -> str: ...
+    @property
+    def engine_id(self) -> str: ...
+    @property
+    def db_path(self) -> str: ...
+
+    async def output_lines(self, run: Run, stream: int, lines: list[str]) -> None: ...
+    async def ask_person(
+        self, run: Run, kind: str, payload: dict[str, Any]
+    ) -> dict[str, Any] | None: ...
+    async def session_started(self, run: Run, session_id: str) -> None: ...
+    def process_started(self, run: Run, proc: Child) -> None: ...
+
+
+class Executor(Protocol):
+    """Carries runs out. The engine calls ``run`` once per attempt (in its own asyncio task)
+    and ``kill`` to end one early, with ``run.kill_reason`` set to why."""
+
+    async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
+        """The attempt to its end. Never raises: a failure is a FAILED result."""
+        ...
+
+    async def kill(self, run: Run) -> None: ...
+
+
+class RunCtx:
+    """The ``RunContext`` handed to adapters: the task, its history, and the host's services."""
+
+    def __init__(self, host: RunHost, run: Run, rec: TaskRecord, began: RunStart) -> None:
+        self._host = host
+        self._run = run
+        self.task = rec.task
+        self.run_id = run.run_id
+        self.attempt = run.attempt
+        self.shell = host.shell
+        self.rejection_comment = rec.rejection_comment
+        # `tui ask` inside the task must find this tui even when its venv is not on PATH.
+        path = os.environ.get("PATH", os.defpath)
+        self.env = {
+            **os.environ,
+            **rec.task.agent.env,
+            "PATH": f"{path}{os.pathsep}{os.path.dirname(sys.executable)}",
+            "TUI_TASK_ID": rec.id,
+            ENV_RUN_ID: str(run.run_id),
+            ENV_ENGINE_ID: host.engine_id,
+            "TUI_ATTEMPT": str(run.attempt),
+            "TUI_DB": host.db_path,
+        }
+        if rec.rejection_comment:
+            self.env["TUI_REJECTION_COMMENT"] = rec.rejection_comment
+        self.cost_so_far = rec.cost_usd
+        self.previous_runs: list[RunRecord] = began.previous_runs
+        # Answers that arrived after the run that asked had ended: this run resumes with them.
+        last_end = max((r.ended_at or 0 for r in began.previous_runs), default=0)
+        self.late_answers: list[QuestionRecord] = [
+            q
+            for q in began.questions
+            if q.status == "answered" and q.kind != "review" and (q.answered_at or 0) > last_end
+        ]
+        self._session_id = ""
+
+    async def output(self, stream: int, lines: list[str]) -> None:
+        await self._host.output_lines(self._run, stream, lines)
+
+    async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """Put the task in READY until a person answers; None if the question expired."""
+        return await self._host.ask_person(self._run, kind, payload)
+
+    async def session_started(self, session_id: str) -> None:
+        if session_id and session_id != self._session_id:
+            self._session_id = session_id
+            await self._host.session_started(self._run, session_id)
+
+    async def process_started(self, proc: Child) -> None:
+        self._run.proc = proc
+        self._host.process_started(self._run, proc)
+
+
+class LocalExecutor:
+    """Runs each attempt through its agent type's adapter, as a local process group."""
+
+    def __init__(self, adapters: Mapping[str, Adapter], kill_grace: float = 5.0) -> None:
+        self.adapters = adapters
+        self.kill_grace = kill_grace
+
+    async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
+        watchdog = None
+        if rec.task.timeout > 0:
+            watchdog = asyncio.create_task(self._watchdog(run, rec.task.timeout))
+        adapter = self.adapters.get(rec.task.agent.type)
+        try:
+            if adapter is None:
+                return RunResult(
+                    State.FAILED,
+                    error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
+                )
+            return await adapter.run(RunCtx(host, run, rec, began))
+        except AdapterError as e:
+            return RunResult(State.FAILED, error=str(e))
+        except asyncio.CancelledError:
+            return RunResult(State.FAILED, error="interrupted")
+        except Exception as e:  # an adapter bug must not take the scheduler down
+            log.exception("adapter %s crashed", rec.task.agent.type)
+            return RunResult(State.FAILED, error=f"internal error: {type(e).__name__}: {e}")
+        finally:
+            if watchdog:
+                watchdog.cancel()
+            if run.proc is not None:
+                await terminate_group(run.proc.pid, grace=0.5)
+
+    async def kill(self, run: Run) -> None:
+        if run.proc is not None:
+            await terminate_group(run.proc.pid, grace=self.kill_grace, proc=run.proc)
+        elif run.runner is not None and not run.runner.done():
+            run.runner.cancel()
+
+    async def _watchdog(self, run: Run, timeout: float) -> None:
+        remaining = timeout
+        loop = asyncio.get_running_loop()
+        while remaining > 0:
+            await run.working.wait()
+            started = loop.time()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.waiting.wait(), remaining)
+            remaining -= loop.time() - started
+        run.kill_reason = run.kill_reason or "timeout"
+        await self.kill(run)
+
+
+def ended_as(run: Run, rec: TaskRecord, result: RunResult) -> tuple[State, str]:
+    """The attempt's outcome and error: a kill by the engine overrides what the agent said."""
+    if run.kill_reason == "timeout":
+        return State.TIMED_OUT, f"timed out after {format_duration(rec.task.timeout)}"
+    if run.kill_reason == "cancel":
+        return State.CANCELLED, "cancelled by user"
+    if run.kill_reason == "disk_full":
+        return State.FAILED, run.kill_error
+    if run.kill_reason == "shutdown" and result.outcome != State.COMPLETED:
+        # Not when the agent had finished its work as the engine stopped: it must not rerun.
+        return State.FAILED, "interrupted"
+    return result.outcome, result.error
