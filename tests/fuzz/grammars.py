@@ -17,7 +17,7 @@ import yaml
 from hypothesis import strategies as st
 
 from tui.config.load import ConfigError, load_config
-from tui.config.xml_templates import read_xml_template
+from tui.config.xml_templates import read_xml_templates
 from tui.model.issues import Issue, TaskFileError
 from tui.model.loader import load_task_text
 from tui.model.task import STORED, Task
@@ -379,12 +379,14 @@ def check_config(user: Path, project: Path, toml: str, xml: str | None = None) -
 
 
 def check_xml(path: Path, xml: str) -> str:
+    """'valid' when the file gives templates, 'error' when it gives none and says why
+    (problems in template files are warnings: the other templates are kept)."""
     path.write_text(xml, encoding="utf-8", errors="surrogatepass")
-    issues: list[Issue] = []
-    read = read_xml_template(path, issues)
-    if read is None:
-        _clear(issues, str(path))
+    warnings: list[Issue] = []
+    found = read_xml_templates(path, warnings)
+    if not found:
+        _clear(warnings, str(path))
         return "error"
-    name, table = read
-    assert isinstance(name, str) and isinstance(table, dict)
+    for name, table in found:
+        assert isinstance(name, str) and name and isinstance(table, dict)
     return "valid"
