@@ -379,14 +379,12 @@ def check_config(user: Path, project: Path, toml: str, xml: str | None = None) -
 
 
 def check_xml(path: Path, xml: str) -> str:
-    """'valid' when the file gives templates, 'error' when it gives none and says why
-    (problems in template files are warnings: the other templates are kept)."""
     path.write_text(xml, encoding="utf-8", errors="surrogatepass")
-    warnings: list[Issue] = []
-    found = read_xml_templates(path, warnings)
+    issues: list[Issue] = []
+    found = read_xml_templates(path, issues)
     if not found:
-        _clear(warnings, str(path))
+        _clear(issues, str(path))
         return "error"
     for name, table in found:
-        assert isinstance(name, str) and name and isinstance(table, dict)
+        assert isinstance(name, str) and isinstance(table, dict)
     return "valid"
