@@ -143,8 +143,13 @@ async def test_arguments_only_for_tasks_the_user_allowed(
         )
         assert refused.is_error
         text = text_of(refused)
-        assert "does not take arguments from agents" in text
+        assert "does not take arguments or variables from agents" in text
         assert "agent_task_args" in text and str(user_config / "config.toml") in text
+        for call in (
+            {"name": "greet", "vars": {"WHO": "$(touch pwned)"}},
+            {"name": "greet:$(touch pwned)"},  # a wildcard's {{.MATCH}} is spliced too
+        ):
+            assert (await client.call_tool("run_user_task", call)).is_error, call
         assert not list(project.rglob("pwned"))
         plain = json.loads(text_of(await client.call_tool("run_user_task", {"name": "greet"})))
         assert plain["exit_code"] == 0 and plain["stdout"].strip() == "hello"

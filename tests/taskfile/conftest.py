@@ -41,6 +41,15 @@ def project(project: Path) -> Path:
     return project
 
 
+def allow_agent_args(monkeypatch: pytest.MonkeyPatch, config_dir: Path, *tasks: str) -> None:
+    """The user's config.toml (TUI_CONFIG_DIR, which the engine passes to tui's MCP server)
+    lets agents pass arguments to ``tasks`` through run_user_task."""
+    config_dir.mkdir(parents=True, exist_ok=True)
+    names = ", ".join(f'"{t}"' for t in tasks)
+    (config_dir / "config.toml").write_text(f"[settings]\nagent_task_args = [{names}]\n")
+    monkeypatch.setenv("TUI_CONFIG_DIR", str(config_dir))
+
+
 # Constructs met in public Taskfiles (large Go projects, homelab repos), written afresh:
 # a `label:`, `aliases:`, wildcard tasks using {{.MATCH}}, a `prompt:`, `requires: vars`, a
 # task described only by its `summary:`, a multi-line `desc:`, an internal task and an

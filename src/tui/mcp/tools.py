@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +107,9 @@ class Tools:
     async def run_user_task(
         self, name: str, args: list[str], variables: dict[str, str] | None = None
     ) -> dict[str, Any]:
-        if args:
+        # Arguments, variables and the part of a wildcard name ({{.MATCH}}) all reach the
+        # task's command text.
+        if args or variables or not _PLAIN_NAME.fullmatch(name):
             _check_args_allowed(name)
         try:
             done = await run_captured(
@@ -163,20 +167,24 @@ class Tools:
         return {"task_id": task_id, "name": name, "level": level}
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:-]+")  # a wildcard's match made of these is inert
+
+
 def _check_args_allowed(name: str) -> None:
-    """go-task splices {{.CLI_ARGS}} into its command text, so arguments from a model reach a
-    shell unless the Taskfile quotes them well: only tasks the user listed take them."""
+    """go-task splices {{.CLI_ARGS}} (and vars, and a wildcard's {{.MATCH}}) into its command
+    text, so what a model passes reaches a shell unless the Taskfile quotes it well: only
+    tasks the user listed (names or patterns such as "release:*") take it."""
     from tui.config.load import user_settings
     from tui.config.paths import global_config_path
 
     allowed = user_settings().agent_task_args
-    if name in allowed or "*" in allowed:
+    if any(fnmatchcase(name, pattern) for pattern in allowed):
         return
     raise ToolFailure(
-        f"task {name!r} does not take arguments from agents: Taskfile commands put arguments "
-        "into shell text, so the user allows them task by task. Call run_user_task without "
-        f"args, or ask the user to add {name!r} to agent_task_args under [settings] in "
-        f"{global_config_path()}."
+        f"task {name!r} does not take arguments or variables from agents: Taskfile commands "
+        "put them into shell text, so the user allows them task by task. Call run_user_task "
+        f"with a plain task name and no args or vars, or ask the user to add {name!r} to "
+        f"agent_task_args under [settings] in {global_config_path()}."
     )
 
 

@@ -199,6 +199,8 @@ def _check_number(loader: Any, event: events.ScalarEvent) -> None:
 
 def _limit(event: events.Event, problem: str, fix: str) -> YamlLimitError:
     mark = event.start_mark
+    if mark is None:
+        return YamlLimitError(problem, None, None, fix)
     return YamlLimitError(problem, mark.line + 1, mark.column + 1, fix)
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.agents.claude.conftest import claude_task, needs_cli
 from tests.agents.claude.model_server import ModelServer, text, tool_use
 from tests.agents.cli_support import settled
 from tests.conftest import question
-from tests.taskfile.conftest import write_taskfile
+from tests.taskfile.conftest import allow_agent_args, write_taskfile
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.store.db import Store
@@ -30,9 +32,15 @@ def tool_result_text(block: dict) -> str:
 
 
 async def test_model_runs_a_user_task_and_asks_through_tui(
-    engine: Engine, store: Store, model: ModelServer, project: Path
+    engine: Engine,
+    store: Store,
+    model: ModelServer,
+    project: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     write_taskfile(project)
+    allow_agent_args(monkeypatch, tmp_path / "user-config", "echo-args")
     model.script(
         "zq-mcp",
         [

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.agents.cli_support import settled
 from tests.agents.gemini.conftest import gemini_task, needs_cli
 from tests.agents.gemini.gemini_server import GeminiServer, call, say
 from tests.conftest import answered_run
-from tests.taskfile.conftest import write_taskfile
+from tests.taskfile.conftest import allow_agent_args, write_taskfile
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 
@@ -19,9 +21,14 @@ pytestmark = needs_cli
 
 
 async def test_gemini_asks_and_runs_a_user_task_through_tui(
-    engine: Engine, gemini: GeminiServer, project: Path
+    engine: Engine,
+    gemini: GeminiServer,
+    project: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     write_taskfile(project)
+    allow_agent_args(monkeypatch, tmp_path / "user-config", "echo-args")
     gemini.script(
         "zg-mcp",
         [
