@@ -14,7 +14,7 @@ import itertools
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from tui.daemon import protocol as wire
 from tui.daemon.paths import DaemonPaths
@@ -103,7 +103,7 @@ class RemoteEngine(Client):
 
     detached = True  # runs outlive this viewer
 
-    def __init__(self, paths: DaemonPaths, respawn: Callable[[], None] | None = None) -> None:
+    def __init__(self, paths: DaemonPaths, respawn: Callable[[], object] | None = None) -> None:
         self.paths = paths
         self.hello: dict[str, Any] = {}
         self._respawn = respawn
@@ -117,7 +117,7 @@ class RemoteEngine(Client):
 
     @classmethod
     async def connect(
-        cls, paths: DaemonPaths, respawn: Callable[[], None] | None = None
+        cls, paths: DaemonPaths, respawn: Callable[[], object] | None = None
     ) -> RemoteEngine:
         remote = cls(paths, respawn)
         await remote._connect()
@@ -182,9 +182,8 @@ class RemoteEngine(Client):
         never sent twice — it fails instead."""
         if isinstance(message, api.Submit):
             # The daemon may run in another directory: pin relative project dirs to ours.
-            message = message.model_copy(
-                update={"tasks": [_pinned(t, Path.cwd()) for t in message.tasks]}
-            )
+            pinned = [_pinned(t, Path.cwd()) for t in message.tasks]
+            message = cast("api.Message[R]", message.model_copy(update={"tasks": pinned}))
         query = not isinstance(message, api.COMMANDS)
         for attempt in (1, 2):
             if self._stopped:  # stopped on purpose: starting another behind its back is wrong

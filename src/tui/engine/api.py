@@ -11,6 +11,7 @@ ever parsed out of reply text (task ids are a list, whatever characters they hol
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
 from pydantic import (
@@ -43,24 +44,28 @@ def task_from_wire(d: dict[str, Any]) -> TaskRecord:
     return TaskRecord(**{**d, "state": State(d["state"])})
 
 
-def _records(kind: type, from_wire: Any, to_wire: Any) -> Any:
+def _from_wire(kind: type[Any], from_wire: Callable[[Any], Any]) -> PlainValidator:
     def validate(v: Any) -> list[Any]:
         return [x if isinstance(x, kind) else from_wire(x) for x in v]
 
-    return Annotated[
-        list[kind],  # type: ignore[valid-type]
-        PlainValidator(validate),
-        PlainSerializer(lambda v: [to_wire(x) for x in v], when_used="json"),
-    ]
+    return PlainValidator(validate)
 
 
-Tasks = _records(TaskRecord, task_from_wire, task_to_wire)
-Questions = _records(QuestionRecord, lambda d: QuestionRecord(**d), dataclasses.asdict)
-Lines = _records(
-    OutputLine,
-    lambda r: OutputLine(*r),
-    lambda ln: [ln.id, ln.task_id, ln.run_id, ln.stream, ln.seq, ln.at, ln.text],
-)
+def _to_wire(to_wire: Callable[[Any], Any]) -> PlainSerializer:
+    return PlainSerializer(lambda v: [to_wire(x) for x in v], when_used="json")
+
+
+Tasks = Annotated[list[TaskRecord], _from_wire(TaskRecord, task_from_wire), _to_wire(task_to_wire)]
+Questions = Annotated[
+    list[QuestionRecord],
+    _from_wire(QuestionRecord, lambda d: QuestionRecord(**d)),
+    _to_wire(dataclasses.asdict),
+]
+Lines = Annotated[
+    list[OutputLine],
+    _from_wire(OutputLine, lambda r: OutputLine(*r)),
+    _to_wire(lambda ln: [ln.id, ln.task_id, ln.run_id, ln.stream, ln.seq, ln.at, ln.text]),
+]
 
 
 # -- replies -----------------------------------------------------------------------------------
@@ -279,7 +284,7 @@ class Subscribe(Query[Done]):
     cursor: tuple[int, int]
 
 
-def _messages(base: type) -> list[type[Message[Any]]]:
+def _messages(base: type[Message[Any]]) -> list[type[Message[Any]]]:
     """Every concrete message class under ``base``, in the order they were defined."""
     found: list[type[Message[Any]]] = []
     for sub in base.__subclasses__():
@@ -294,9 +299,11 @@ COMMANDS: tuple[type[Message[Any]], ...] = tuple(m for m in MESSAGES if issubcla
 # The wire's one union, derived from the classes above: a new message is a new class.
 Request = Annotated[Union[tuple(MESSAGES)], Field(discriminator="op")]  # type: ignore[valid-type]  # noqa: UP007
 
-_requests: TypeAdapter[Any] = TypeAdapter(Request)
+# mypy cannot follow a union built at run time (hence the ignores): pydantic checks it.
+_requests: TypeAdapter[Any] = TypeAdapter(Request)  # type: ignore[arg-type]
 
 
 def parse_request(data: Any) -> Message[Any]:
     """A request from its JSON form; pydantic's ValidationError says what is wrong."""
-    return _requests.validate_python(data)
+    message: Message[Any] = _requests.validate_python(data)
+    return message

@@ -3,10 +3,14 @@ answer; asking itself is one request to the engine (``tui.daemon.asking``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tui.engine.api import Asked
 
 
-def question_payload(text: str, options: list[str], multi: bool, header: str = "") -> dict:
+def question_payload(
+    text: str, options: list[str], multi: bool, header: str = ""
+) -> dict[str, Any]:
     """QuestionJSON, the same shape Claude's AskUserQuestion uses."""
     return {
         "questions": [
