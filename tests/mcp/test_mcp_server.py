@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -46,13 +47,26 @@ def agent_task(project: Path, name: str = "agent", **fields: Any) -> Task:
     return Task.model_validate({"name": name, "agent": agent, **fields})
 
 
+@pytest.fixture(autouse=True)
+def user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's config dir (empty unless a test writes config.toml), as the engine passes
+    it to the server."""
+    config = tmp_path / "user-config"
+    config.mkdir()
+    monkeypatch.setenv("TUI_CONFIG_DIR", str(config))
+    return config
+
+
+def allow_args(user_config: Path, *tasks: str) -> None:
+    names = ", ".join(f'"{t}"' for t in tasks)
+    (user_config / "config.toml").write_text(f"[settings]\nagent_task_args = [{names}]\n")
+
+
 @asynccontextmanager
 async def mcp_client(store: Store, task_id: str, run_id: int) -> AsyncIterator[Client]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "tui.mcp"],
-        env={"TUI_DB": str(store.path), "TUI_TASK_ID": task_id, "TUI_RUN_ID": str(run_id)},
-    )
+    env = {"TUI_DB": str(store.path), "TUI_TASK_ID": task_id, "TUI_RUN_ID": str(run_id)}
+    env["TUI_CONFIG_DIR"] = os.environ["TUI_CONFIG_DIR"]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tui.mcp"], env=env)
     async with Client(params, read_timeout_seconds=60) as client:
         yield client
 
@@ -61,8 +75,11 @@ def text_of(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
-async def test_lists_and_runs_the_projects_taskfile_tasks(engine: Engine, store: Store, project):
+async def test_lists_and_runs_the_projects_taskfile_tasks(
+    engine: Engine, store: Store, project: Path, user_config: Path
+):
     write_taskfile(project)
+    allow_args(user_config, "echo-args")
     task_id, run_id = await running(engine, agent_task(project))
     async with mcp_client(store, task_id, run_id) as client:
         listed = await client.list_tools()
@@ -89,6 +106,44 @@ async def test_lists_and_runs_the_projects_taskfile_tasks(engine: Engine, store:
         unknown = await client.call_tool("run_user_task", {"name": "deploy"})
         assert unknown.is_error
         assert "has no task 'deploy'" in text_of(unknown)
+
+
+LOOSE_TASKFILE = """\
+version: '3'
+tasks:
+  greet:
+    desc: Greet (quotes CLI_ARGS loosely, as many Taskfiles do)
+    cmds:
+      - echo "hello {{.CLI_ARGS}}"
+"""
+
+
+async def test_arguments_only_for_tasks_the_user_allowed(
+    engine: Engine, store: Store, project: Path, user_config: Path
+):
+    """go-task splices CLI_ARGS into the command text: `$(…)` from a model would run."""
+    write_taskfile(project, LOOSE_TASKFILE)
+    local = project / ".tui" / "config.toml"  # the project (agents write there) cannot allow
+    local.parent.mkdir()
+    local.write_text('[settings]\nagent_task_args = ["*"]\n')
+    task_id, run_id = await running(engine, agent_task(project))
+    async with mcp_client(store, task_id, run_id) as client:
+        refused = await client.call_tool(
+            "run_user_task", {"name": "greet", "args": ["$(touch pwned)"]}
+        )
+        assert refused.is_error
+        text = text_of(refused)
+        assert "does not take arguments from agents" in text
+        assert "agent_task_args" in text and str(user_config / "config.toml") in text
+        assert not list(project.rglob("pwned"))
+        plain = json.loads(text_of(await client.call_tool("run_user_task", {"name": "greet"})))
+        assert plain["exit_code"] == 0 and plain["stdout"].strip() == "hello"
+
+        allow_args(user_config, "greet")
+        allowed = json.loads(
+            text_of(await client.call_tool("run_user_task", {"name": "greet", "args": ["you"]}))
+        )
+        assert allowed["stdout"].strip() == "hello you"
 
 
 async def test_no_taskfile_lists_nothing_and_broken_one_names_the_file(

@@ -7,7 +7,6 @@ name, and a local entry replaces the global one of the same name whole.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
@@ -31,6 +30,7 @@ from tui.config.schema import (
     Source,
     TaskTemplate,
 )
+from tui.config.toml_source import TomlProblem, read_toml
 from tui.config.xml_templates import read_xml_template, template_files
 from tui.model.agent_kinds import BUILTIN_AGENTS
 from tui.model.error_text import human_error
@@ -119,27 +119,13 @@ def _read(project_dir: Path, issues: list[Issue]) -> list[tuple[Origin, dict[str
     found = []
     for path, base, scope in config_files(project_dir):
         try:
-            text = path.read_text(encoding="utf-8")
+            text, data = read_toml(path)
         except FileNotFoundError:
             continue
-        except (OSError, UnicodeDecodeError) as e:
-            issues.append(Issue(str(path), None, "", f"cannot read: {e}", "check the file"))
+        except TomlProblem as e:
+            issues.append(Issue(str(path), e.line, "", e.message, e.fix))
             continue
         origin = Origin(path, base, scope, text)
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            line = re.search(r"line (\d+)", str(e))
-            issues.append(
-                Issue(
-                    str(path),
-                    int(line.group(1)) if line else None,
-                    "",
-                    f"invalid TOML: {e}",
-                    'check quotes, brackets and `key = "value"` syntax there',
-                )
-            )
-            continue
         for key in data:
             if key not in SECTIONS:
                 guess = did_you_mean(key, SECTIONS)
@@ -204,6 +190,18 @@ def load_settings(project_dir: Path | None = None) -> tuple[Settings, list[Issue
             keys.update(s.keys)
     merged["keys"] = keys
     return Settings.model_construct(**{**Settings().model_dump(), **merged}), issues
+
+
+def user_settings() -> Settings:
+    """[settings] of the user's own config.toml alone: what a project's file may not grant.
+    A broken file grants nothing (`tui config validate` reports it)."""
+    path = global_config_path()
+    try:
+        text, data = read_toml(path)
+    except (FileNotFoundError, TomlProblem):
+        return Settings()
+    origin = Origin(path, user_config_dir(), "global", text)
+    return _settings(origin, data.get("settings", {}), []) or Settings()
 
 
 def settings_or_raise(project_dir: Path | None = None) -> Settings:

@@ -40,6 +40,9 @@ class Settings(_Model):
     notifications: str = ""  # auto | off | osc9 | osc777
     database: str = ""  # made absolute against the file's base directory when loaded
     keys: dict[str, Any] = Field(default_factory=dict)  # command id -> key, checked by the app
+    # Taskfile tasks an agent may pass arguments to through run_user_task ("*": any). Read
+    # from the user's own config.toml only: a project (which agents write to) cannot grant it.
+    agent_task_args: list[str] = Field(default_factory=list)
 
     @field_validator("command_timeout", mode="before")
     @classmethod

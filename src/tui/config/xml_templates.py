@@ -21,7 +21,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import defusedxml.ElementTree as DefusedET
+from defusedxml import DefusedXmlException
+
 from tui.model.issues import Issue
+from tui.model.limits import MAX_DEPTH, UnreadableInput, read_bounded
 
 TEMPLATE_DIR = "templates"
 _TOP = ("description", "instructions", "inputs", "output_format", "context_management")
@@ -40,12 +44,25 @@ def read_xml_template(path: Path, issues: list[Issue]) -> tuple[str, dict[str, A
         issues.append(Issue(str(path), line, field, message, fix))
 
     try:
-        root = ET.parse(path).getroot()
+        # No DTD, so no entities to expand (billion laughs) or fetch (external entities).
+        root = DefusedET.fromstring(read_bounded(str(path)), forbid_dtd=True)
     except ET.ParseError as e:
         problem("", f"invalid XML: {e}", "check the tags are closed and quoted", e.position[0])
         return None
+    except DefusedXmlException:
+        problem("", "DOCTYPE and entity declarations are not allowed", "remove it; write plain XML")
+        return None
     except OSError as e:
         problem("", f"cannot read: {e.strerror}", "check the file")
+        return None
+    except UnreadableInput as e:
+        problem("", str(e), e.fix)
+        return None
+    except (LookupError, ValueError) as e:  # encoding="bogus", or a multi-byte one
+        problem("", f"cannot read its encoding: {e}", 'save it as UTF-8 (encoding="UTF-8")')
+        return None
+    if _deeper_than(root, MAX_DEPTH):
+        problem("", f"nested more than {MAX_DEPTH} levels deep", "flatten the elements")
         return None
     if root.tag != "task" or root.get("type") != "atomic":
         problem("", "not an atomic template", 'the root must be <task type="atomic" name="...">')
@@ -75,6 +92,16 @@ def read_xml_template(path: Path, issues: list[Issue]) -> tuple[str, dict[str, A
     if contexts:
         table["contexts"] = [c for c in contexts if c]
     return name, table
+
+
+def _deeper_than(root: ET.Element, limit: int) -> bool:
+    todo = [(root, 1)]
+    while todo:
+        element, depth = todo.pop()
+        if depth > limit:
+            return True
+        todo += [(child, depth + 1) for child in element]
+    return False
 
 
 def _input(element: ET.Element) -> dict[str, Any]:

@@ -35,7 +35,11 @@ def build_server(tools: Tools) -> MCPServer:
     async def run_user_task(
         name: Annotated[str, Field(description="a task name from list_user_tasks")],
         args: Annotated[
-            list[str], Field(description="arguments, passed to the task as CLI_ARGS")
+            list[str],
+            Field(
+                description="arguments, passed to the task as CLI_ARGS; only for tasks the "
+                "user allowed to take them (else leave empty)"
+            ),
         ] = [],  # noqa: B006 - the SDK reads the default for the schema; never mutated
     ) -> str:
         """Run one of the user's project tasks and wait for it. Returns JSON with name,

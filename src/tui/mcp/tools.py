@@ -84,6 +84,8 @@ class Tools:
         return [{"name": t.name, "description": t.desc} for t in tasks]
 
     async def run_user_task(self, name: str, args: list[str]) -> dict[str, Any]:
+        if args:
+            _check_args_allowed(name)
         try:
             done = await run_captured(await self.project_dir(), name, args)
         except TaskfileError as e:
@@ -127,6 +129,23 @@ class Tools:
         finally:
             await store.close()
         return {"task_id": task_id, "name": name, "level": level}
+
+
+def _check_args_allowed(name: str) -> None:
+    """go-task splices {{.CLI_ARGS}} into its command text, so arguments from a model reach a
+    shell unless the Taskfile quotes them well: only tasks the user listed take them."""
+    from tui.config.load import user_settings
+    from tui.config.paths import global_config_path
+
+    allowed = user_settings().agent_task_args
+    if name in allowed or "*" in allowed:
+        return
+    raise ToolFailure(
+        f"task {name!r} does not take arguments from agents: Taskfile commands put arguments "
+        "into shell text, so the user allows them task by task. Call run_user_task without "
+        f"args, or ask the user to add {name!r} to agent_task_args under [settings] in "
+        f"{global_config_path()}."
+    )
 
 
 async def _level(store: Store, task: Task) -> int:

@@ -48,8 +48,19 @@ class PermissionMode(StrEnum):
     DELEGATE = "delegate"
 
 
+MAX_ATTEMPTS = 1000  # more is a typo, and a huge one no longer fits SQLite's integers
+
 # Columns the engine owns; a YAML file setting them is warned, not rejected.
 RUNTIME_FIELDS = ("state", "rejection_comment", "question_json", "created_at", "updated_at")
+
+
+# Validation context for a spec read back from the database: checks added for new input
+# (ids, secrets in env, bounds) must not make a task stored before them unreadable.
+STORED: dict[str, Any] = {"stored": True}
+
+
+def is_stored(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("stored"))
 
 
 class _Model(BaseModel):
@@ -62,7 +73,7 @@ class AgentConfig(_Model):
     context_files: list[str] = Field(default_factory=list)
     instructions: str = ""
     project_dir: str = ""
-    max_budget_usd: float = Field(default=0.0, ge=0)
+    max_budget_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     permission_mode: PermissionMode = PermissionMode.NONE
     allowed_tools: list[str] = Field(default_factory=list)
     disallowed_tools: list[str] = Field(default_factory=list)
@@ -75,8 +86,8 @@ class AgentConfig(_Model):
 
     @field_validator("env")
     @classmethod
-    def _no_secrets(cls, value: dict[str, str]) -> dict[str, str]:
-        return refuse_secrets(value)
+    def _no_secrets(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        return value if is_stored(info) else refuse_secrets(value)
 
     # agent.type taskfile: the Taskfile task to run, and what it gets as {{.CLI_ARGS}}.
     task: str = ""
@@ -110,6 +121,13 @@ class RetryConfig(_Model):
     backoff: Backoff = Backoff.NONE
     # Extension: base delay between attempts, written as a Go duration ("2s").
     delay: float = 1.0
+
+    @field_validator("max_attempts")
+    @classmethod
+    def _at_most(cls, value: int, info: ValidationInfo) -> int:
+        if value > MAX_ATTEMPTS and not is_stored(info):
+            raise ValueError(f"retry.max_attempts must be <= {MAX_ATTEMPTS}; got {value}")
+        return value
 
     @field_validator("backoff", mode="before")
     @classmethod
