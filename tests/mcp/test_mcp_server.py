@@ -17,12 +17,13 @@ import pytest
 
 from mcp import Client, StdioServerParameters
 from tests.conftest import owned_engine, question, shell_task, wait_state
-from tests.taskfile.conftest import write_taskfile
+from tests.taskfile.conftest import write_real_constructs, write_taskfile
 from tui.agents.mcp_launch import TOOLS
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Store
+from tui.taskfile import NO, YES
 
 HOSTILE = ["two words", 'it\'s "quoted"', "$(touch pwned)", "`id`"]
 
@@ -87,10 +88,12 @@ async def test_lists_and_runs_the_projects_taskfile_tasks(
 
         tasks = await client.call_tool("list_user_tasks", {})
         assert not tasks.is_error, text_of(tasks)
-        assert json.loads(text_of(tasks)) == [
+        listed = json.loads(text_of(tasks))
+        assert listed["tasks"] == [
             {"name": "echo-args", "description": "Print each argument on its own line"},
             {"name": "fail", "description": "Fail with exit code 7"},
         ]
+        assert listed["message"].startswith("2 task(s)")
 
         ran = await client.call_tool("run_user_task", {"name": "echo-args", "args": HOSTILE})
         assert not ran.is_error, text_of(ran)
@@ -106,6 +109,13 @@ async def test_lists_and_runs_the_projects_taskfile_tasks(
         unknown = await client.call_tool("run_user_task", {"name": "deploy"})
         assert unknown.is_error
         assert "has no task 'deploy'" in text_of(unknown)
+
+        # The seed's shape: task_name, and args as one string split like a shell would.
+        ran = await client.call_tool(
+            "run_user_task", {"task_name": "echo-args", "args": "one 'two words' $(id)"}
+        )
+        out = json.loads(text_of(ran))
+        assert out["stdout"].splitlines() == ["<one>", "<two words>", "<$(id)>"]
 
 
 LOOSE_TASKFILE = """\
@@ -151,11 +161,44 @@ async def test_no_taskfile_lists_nothing_and_broken_one_names_the_file(
 ):
     task_id, run_id = await running(engine, agent_task(project))
     async with mcp_client(store, task_id, run_id) as client:
-        assert json.loads(text_of(await client.call_tool("list_user_tasks", {}))) == []
+        empty = json.loads(text_of(await client.call_tool("list_user_tasks", {})))
+        assert empty["tasks"] == [] and "no .agent/Taskfile.yml" in empty["message"]
         path = write_taskfile(project, "version: '3'\ntasks: [\n")
-        broken = await client.call_tool("list_user_tasks", {})
-        assert broken.is_error
-        assert str(path.resolve()) in text_of(broken)
+        broken = json.loads(text_of(await client.call_tool("list_user_tasks", {})))
+        assert broken["tasks"] == [] and str(path.resolve()) in broken["message"]
+
+
+@pytest.mark.parametrize("said,runs", [(YES, True), (NO, False)])
+async def test_a_prompt_asks_the_person_and_only_yes_runs_it(
+    engine: Engine, store: Store, project: Path, said: str, runs: bool
+):
+    write_real_constructs(project)
+    task_id, run_id = await running(engine, agent_task(project))
+    since = engine.cursor
+    async with mcp_client(store, task_id, run_id) as client:
+        listed = json.loads(text_of(await client.call_tool("list_user_tasks", {})))
+        by_name = {t["name"]: t for t in listed["tasks"]}
+        assert by_name["deploy"]["asks_user"] == ["Deploy to production now?"]
+        assert by_name["greet"]["required_vars"] == ["WHO"]
+        call = asyncio.create_task(client.call_tool("run_user_task", {"task_name": "deploy"}))
+        q = await question(engine, task_id, since)
+        text = q.payload["questions"][0]["question"]
+        assert "Deploy to production now?" in text
+        assert not (project / ".agent" / "deployed").exists()
+        await engine.answer(q.id, {"answers": {text: said}})
+        out = json.loads(text_of(await asyncio.wait_for(call, 60)))
+        assert (project / ".agent" / "deployed").exists() == runs
+        if runs:
+            assert out["exit_code"] == 0
+        else:
+            assert out["refused"] and "did not say yes" in out["message"]
+
+        greet = await client.call_tool(
+            "run_user_task", {"task_name": "greet", "vars": {"WHO": "Ada"}, "args": "x"}
+        )
+        assert json.loads(text_of(greet))["stdout"].strip() == "hello Ada args=x"
+        missing = json.loads(text_of(await client.call_tool("run_user_task", {"name": "greet"})))
+        assert missing["exit_code"] == 206 and "needs variable(s) WHO" in missing["message"]
 
 
 async def test_ask_user_waits_for_the_answer_given_in_tui(

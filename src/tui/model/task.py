@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from enum import StrEnum
 from typing import Any
@@ -89,9 +90,32 @@ class AgentConfig(_Model):
     def _no_secrets(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         return value if is_stored(info) else refuse_secrets(value)
 
-    # agent.type taskfile: the Taskfile task to run, and what it gets as {{.CLI_ARGS}}.
+    # agent.type taskfile: the Taskfile task to run, what it gets as {{.CLI_ARGS}}, and
+    # go-task variables (`task NAME K=V`, what `requires: vars` asks for).
     task: str = ""
     args: list[str] = Field(default_factory=list)
+    vars: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("vars", mode="before")
+    @classmethod
+    def _vars_as_text(cls, value: Any) -> Any:
+        # go-task takes `K=V` text; YAML's numbers and booleans are written as YAML wrote them.
+        if not isinstance(value, dict):
+            return value
+        bad = [k for k in value if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))]
+        if bad:
+            raise ValueError(
+                f"{bad[0]!r} is not a go-task variable name: use letters, digits and _, "
+                "not starting with a digit"
+            )
+        scalar = (str, int, float, bool)
+        return {
+            str(k): (str(v).lower() if isinstance(v, bool) else str(v))
+            if isinstance(v, scalar)
+            else v
+            for k, v in value.items()
+        }
+
     # Give the agent CLI tui's MCP tools (ask_user, run_user_task...); false opts out.
     mcp: bool = True
 
