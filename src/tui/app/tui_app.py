@@ -134,7 +134,7 @@ class TuiApp(App[None]):
     async def on_mount(self) -> None:
         # The main screen's widgets, kept so a pushed screen (help, palette) never hides them.
         self._list = self.query_one(TaskList)
-        self._log = self.query_one(LogView)
+        self._output = self.query_one(LogView)
         self._dag = self.query_one(DagView)
         self._panel = self.query_one(QuestionPanel)
         self._tabs = self.query_one(TabbedContent)
@@ -203,7 +203,7 @@ class TuiApp(App[None]):
 
     @work(exclusive=True, group="events")
     async def _consume_events(self, since: Any) -> None:
-        log = self._log
+        log = self._output
         try:
             async for ev in self.engine.events(since):
                 await self._on_event(ev, log)
@@ -370,7 +370,7 @@ class TuiApp(App[None]):
         if task_id == self._selected:
             return
         self._selected = task_id
-        await self._log.show_task(task_id)
+        await self._output.show_task(task_id)
         self._dag.select(task_id)
         rec = self._list.records.get(task_id or "")
         self._right.border_title = rec.name if rec else ""
@@ -520,22 +520,22 @@ class TuiApp(App[None]):
         self.notify(f"sorted by {tasks.sort_key}", timeout=2)
 
     def action_toggle_follow(self) -> None:
-        log = self._log
+        log = self._output
         log.follow = not log.follow
 
     def action_toggle_wrap(self) -> None:
-        log = self._log
+        log = self._output
         log.wrap = not log.wrap
 
     def action_zoom(self) -> None:
         self.screen.toggle_class("zoomed")
         if self.screen.has_class("zoomed"):
             self._tabs.active = "output-tab"
-            self._log.focus()
+            self._output.focus()
 
     def action_show_output(self) -> None:
         self._tabs.active = "output-tab"
-        self._log.focus()
+        self._output.focus()
 
     def action_show_dag(self) -> None:
         self._tabs.active = "dag-tab"
@@ -607,8 +607,8 @@ class TuiApp(App[None]):
             tasks.filter = TaskFilter.parse(value)
             tasks.rebuild()
         elif purpose == "search" and value:
-            self._log.focus()
-            self._log.action_search(value)
+            self._output.focus()
+            self._output.action_search(value)
         elif purpose == "open" and value:
             await self._submit_file(value)
         elif purpose == "template":
