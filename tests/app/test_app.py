@@ -9,6 +9,7 @@ import pytest
 
 from tests.app.app_support import screen_text, until, visible_text
 from tests.conftest import shell_task
+from tui.app.prompts import Confirm, TextPrompt
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
@@ -92,7 +93,13 @@ async def test_cancel_and_retry_from_the_keyboard(engine: Engine) -> None:
     async with make_app(engine).run_test(size=SIZE) as pilot:
         log = pilot.app.query_one(LogView)
         await until(pilot, lambda: "started" in visible_text(log), "the task to start")
-        await pilot.press("c")
+        await pilot.press("c")  # a running task: asks first
+        await until(pilot, lambda: isinstance(pilot.app.screen, Confirm), "the y/N question")
+        assert "Cancel long?" in screen_text(pilot.app)
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(pilot.app.screen, Confirm), "the answer")
+        assert await state_of(engine, t.id) == State.RUNNING
+        await pilot.press("c", "y")
         await engine.wait_settled([t.id])
         assert await state_of(engine, t.id) == State.CANCELLED
         await pilot.press("r")
@@ -101,10 +108,57 @@ async def test_cancel_and_retry_from_the_keyboard(engine: Engine) -> None:
             lambda: pilot.app.query_one(TaskList).records[t.id].attempts == 2,
             "the second attempt",
         )
-        await pilot.press("c")
+        await until(pilot, lambda: pilot.app._list.records[t.id].state == State.RUNNING, "run")
+        await pilot.press("c", "y")
         await engine.wait_settled([t.id])
     rec = await engine.get(t.id)
     assert rec is not None and rec.state == State.CANCELLED and rec.attempts == 2
+
+
+async def test_cancel_without_asking_when_the_config_says_so(
+    engine: Engine, tmp_path: Path
+) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.toml").write_text("[settings]\nconfirm_cancel = false\n")
+    t = shell_task("long", "echo started; sleep 300")
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        log = pilot.app.query_one(LogView)
+        await until(pilot, lambda: "started" in visible_text(log), "the task to start")
+        await pilot.press("c")
+        await engine.wait_settled([t.id])
+        assert await state_of(engine, t.id) == State.CANCELLED
+
+
+async def test_the_open_prompt_keeps_the_keyboard(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "cleanup.yaml").write_text(
+        "tasks:\n  - name: from-file\n    agent: {type: shell, instructions: echo hi}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    t = shell_task("long", "echo started; sleep 300")
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        app = pilot.app
+        log = app.query_one(LogView)
+        await until(pilot, lambda: "started" in visible_text(log), "the task to start")
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, TextPrompt), "the prompt")
+        await pilot.press(*"jo", "tab")  # completes the folder, focus stays in the prompt
+        await pilot.press("tab", "c", "s")  # one match: the file; then typed letters
+        await pilot.pause()
+        prompt = app.screen.query_one("#prompt")
+        assert prompt.value == "jobs/cleanup.yamlcs"  # type: ignore[attr-defined]
+        assert await state_of(engine, t.id) == State.RUNNING  # `c` did not cancel
+        await pilot.press("backspace", "backspace", "enter")
+        await until(pilot, lambda: len(app._list.records) == 2, "the file's task")
+        await pilot.press("o", *"nothing")
+        await until(pilot, lambda: isinstance(app.screen, TextPrompt), "the prompt again")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, TextPrompt), "Esc to leave")
+        assert len(app._list.records) == 2
 
 
 async def test_approve_from_the_keyboard(store: Store) -> None:
@@ -227,7 +281,7 @@ async def test_keys_remapped_in_the_config(engine: Engine, tmp_path: Path) -> No
         await pilot.press("c")  # the old key does nothing now
         await pilot.pause()
         assert await state_of(engine, t.id) == State.RUNNING
-        await pilot.press("K")
+        await pilot.press("K", "y")
         await engine.wait_settled([t.id])
         assert await state_of(engine, t.id) == State.CANCELLED
         notes = [n.message for n in app._notifications]
@@ -269,7 +323,7 @@ async def test_run_template_from_the_palette(engine: Engine, config_dir: Path) -
         await pilot.press("T")
         await until(pilot, lambda: "Say hello" in screen_text(app), "the template list")
         await pilot.press(*"greet", "enter")
-        await until(pilot, lambda: app.query_one("#prompt").has_class("visible"), "the prompt")
+        await until(pilot, lambda: isinstance(app.screen, TextPrompt), "the prompt")
         await pilot.press(*"world $(x) 'q'", "enter")
         await until(pilot, lambda: bool(app._list.records), "the task in the list")
         (rec,) = app._list.records.values()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -16,13 +17,14 @@ from textual.command import SimpleCommand
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from tui.app import actions
 from tui.app.engine_api import AppEngine
 from tui.app.help_screen import HelpScreen
 from tui.app.keymap import keymap_from
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
+from tui.app.prompts import Confirm, TextPrompt
 from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
 from tui.app.widgets.dag_view import DagNode, DagView
@@ -48,6 +50,8 @@ from tui.model.loader import load_task_files
 from tui.model.states import UNSUCCESSFUL, State
 from tui.store.records import OutputLine
 
+# States whose task has a process (or one waiting on a person) that `c` would kill.
+LIVE_STATES = frozenset({State.RUNNING, State.READY, State.BLOCKED})
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
 
 
@@ -57,8 +61,6 @@ class TuiApp(App[None]):
     #body { height: 1fr; }
     #tasks { width: 45%; min-width: 30; border-right: vkey $panel-lighten-2; }
     #right { width: 1fr; border-top: hkey $panel-lighten-2; border-title-color: $text; }
-    #prompt { display: none; }
-    #prompt.visible { display: block; }
     #status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
     Screen.zoomed #tasks { display: none; }
     TabbedContent { height: 1fr; }
@@ -93,11 +95,11 @@ class TuiApp(App[None]):
         self._remember_theme = remember_theme
         self._fit_terminal_colors = fit_terminal_colors
         self._toasts = toasts
+        self._confirm_cancel = settings.confirm_cancel
         self._dirty: set[str] = set()
         self._questions_dirty = True
         self._graph_dirty = True
         self._finished: list[str] = []
-        self._prompt_purpose = ""
         self._status_note = ""  # e.g. while the daemon is away
         self._template: tuple[TemplateSource, Template] | None = None
         self._status_text = ""
@@ -127,7 +129,6 @@ class TuiApp(App[None]):
                     yield DagView(id="dag")
                 with TabPane("Questions", id="questions-tab"):
                     yield QuestionPanel(id="questions")
-        yield Input(id="prompt")
         yield Static(id="status")
         yield Footer()
 
@@ -139,7 +140,6 @@ class TuiApp(App[None]):
         self._panel = self.query_one(QuestionPanel)
         self._tabs = self.query_one(TabbedContent)
         self._status = self.query_one("#status", Static)
-        self._prompt = self.query_one("#prompt", Input)
         self._right = self.query_one("#right")
         if self._engine_factory is not None:
             self.engine = await self._engine_factory()
@@ -421,9 +421,22 @@ class TuiApp(App[None]):
         if task_id := self._selected_or_warn():
             await self._call(self.engine.approve(task_id))
 
-    async def action_cancel_task(self) -> None:
-        if task_id := self._selected_or_warn():
-            self.run_worker(self._call(self.engine.cancel(task_id)), group="commands")
+    def action_cancel_task(self) -> None:
+        task_id = self._selected_or_warn()
+        rec = self._list.records.get(task_id or "")
+        if task_id is None:
+            return
+        if not self._confirm_cancel or rec is None or rec.state not in LIVE_STATES:
+            self._cancel(task_id)
+            return
+        # A live process dies with its work: ask first ([settings] confirm_cancel = false skips).
+        self.push_screen(
+            Confirm(f"Cancel {rec.name}? Its running process is killed."),
+            lambda yes: self._cancel(task_id) if yes else None,
+        )
+
+    def _cancel(self, task_id: str) -> None:
+        self.run_worker(self._call(self.engine.cancel(task_id)), group="commands")
 
     async def action_retry_task(self) -> None:
         if task_id := self._selected_or_warn():
@@ -434,15 +447,24 @@ class TuiApp(App[None]):
             await self._call(self.engine.accept(task_id))
 
     def action_reject_task(self) -> None:
-        if self._selected_or_warn():
-            self._open_prompt("reject", "Why? (the agent gets this comment)")
+        if task_id := self._selected_or_warn():
+
+            async def reject(comment: str) -> None:
+                await self._call(self.engine.reject(task_id, comment))
+
+            self._ask_text("Reject: why? (the agent gets this comment)", reject)
 
     def action_answer(self) -> None:
         self._tabs.active = "questions-tab"
         self._panel.focus()
 
     def action_open_file(self) -> None:
-        self._open_prompt("open", "Task file or folder to submit")
+        self._ask_text(
+            "Open: a task file or folder to submit (Tab completes, Esc leaves)",
+            self._submit_file,
+            "sample_tasks/",
+            paths=True,
+        )
 
     def action_run_template(self) -> None:
         try:
@@ -477,7 +499,7 @@ class TuiApp(App[None]):
 
     def _template_picked(self, sources: list[TemplateSource], template: Template) -> None:
         self._template = find(sources, template.name)
-        self._open_prompt("template", f"Instructions for {template.name} (may be empty)")
+        self._ask_text(f"Instructions for {template.name} (may be empty)", self._run_template)
 
     @work(group="commands")
     async def _run_template(self, instructions: str) -> None:
@@ -503,14 +525,26 @@ class TuiApp(App[None]):
         )
 
     def action_filter(self) -> None:
-        self._open_prompt("filter", "Filter: text state:failed tag:ci (empty clears)")
+        self._ask_text(
+            "Filter the tasks (empty clears)", self._apply_filter, "text state:failed tag:ci"
+        )
+
+    def _apply_filter(self, query: str) -> None:
+        tasks = self._list
+        tasks.filter = TaskFilter.parse(query)
+        tasks.rebuild()
 
     def action_search_log(self) -> None:
         if self.focused is self._list:
             self.action_filter()
             return
         self._tabs.active = "output-tab"
-        self._open_prompt("search", "Search output")
+        self._ask_text("Search the output", self._search_output)
+
+    def _search_output(self, term: str) -> None:
+        if term:
+            self._output.focus()
+            self._output.action_search(term)
 
     def action_cycle_sort(self) -> None:
         tasks = self._list
@@ -583,46 +617,34 @@ class TuiApp(App[None]):
             yield SystemCommand(c.title, c.help, getattr(self, f"action_{c.id}"))
         yield from super().get_system_commands(screen)
 
-    # -- the prompt line (filter, search, open, reject comment) ------------------------------
+    # -- prompts (filter, search, open, reject comment): modal, so they keep the keyboard --
 
-    def _open_prompt(self, purpose: str, placeholder: str) -> None:
-        prompt = self._prompt
-        self._prompt_purpose = purpose
-        prompt.placeholder = placeholder
-        prompt.value = ""
-        prompt.add_class("visible")
-        prompt.focus()
+    def _ask_text(
+        self,
+        title: str,
+        then: Callable[[str], Awaitable[None] | None],
+        placeholder: str = "",
+        *,
+        paths: bool = False,
+    ) -> None:
+        """Ask for one line of text; ``then`` gets it (stripped) unless the user pressed Esc."""
 
-    def _close_prompt(self) -> None:
-        prompt = self._prompt
-        prompt.remove_class("visible")
-        self._list.focus()
+        async def done(value: str | None) -> None:
+            if value is None:
+                return
+            result = then(value)
+            if inspect.isawaitable(result):
+                await result
 
-    @on(Input.Submitted, "#prompt")
-    async def _prompt_submitted(self, message: Input.Submitted) -> None:
-        purpose, value = self._prompt_purpose, message.value.strip()
-        self._close_prompt()
-        if purpose == "filter":
-            tasks = self._list
-            tasks.filter = TaskFilter.parse(value)
-            tasks.rebuild()
-        elif purpose == "search" and value:
-            self._output.focus()
-            self._output.action_search(value)
-        elif purpose == "open" and value:
-            await self._submit_file(value)
-        elif purpose == "template":
-            self._run_template(value)
-        elif purpose == "reject" and (task_id := self._list.selected_id):
-            await self._call(self.engine.reject(task_id, value))
+        self.push_screen(TextPrompt(title, placeholder, paths=paths), done)
 
     def key_escape(self) -> None:
-        if self._prompt.has_class("visible"):
-            self._close_prompt()
-        elif self.screen.has_class("zoomed"):
+        if self.screen.has_class("zoomed"):
             self.screen.remove_class("zoomed")
 
     async def _submit_file(self, path: str) -> None:
+        if not path:
+            return
         try:
             known = {r.id for r in await self.engine.list_tasks()}
             result = load_task_files([Path(path).expanduser()], known_ids=known)

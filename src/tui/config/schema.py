@@ -39,6 +39,7 @@ class Settings(_Model):
     notifications: str = ""  # auto | off | osc9 | osc777
     database: str = ""  # made absolute against the file's base directory when loaded
     keys: dict[str, Any] = Field(default_factory=dict)  # command id -> key, checked by the app
+    confirm_cancel: bool = True  # the app asks y/N before `c` kills a running task
 
     @field_validator("command_timeout", mode="before")
     @classmethod
