@@ -422,3 +422,80 @@ async def test_theme_fits_the_terminal_colours(
         assert app.theme == expected
         assert app.current_theme.name == expected
     assert load_ui_state()["theme"] == chosen  # an automatic pick is not remembered as a choice
+
+
+# -- keys that say what they do ------------------------------------------------------------
+
+
+async def test_h_goes_back_to_the_task_list_from_output_and_dag(engine: Engine) -> None:
+    from tui.app.widgets.dag_view import DagView
+
+    a = shell_task("root", "echo hi")
+    await engine.submit([a])
+    await engine.wait_settled([a.id])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        app = pilot.app
+        task_list = app.query_one(TaskList)
+        await pilot.press("l")
+        assert app.focused is app.query_one(LogView)
+        await pilot.press("h")
+        assert app.focused is task_list
+        await pilot.press("2")
+        await until(pilot, lambda: app.focused is app.query_one(DagView), "the DAG")
+        await pilot.press("h")  # no box to the left of the only one
+        assert app.focused is task_list
+
+
+async def test_help_scrolls_with_j_k_and_shows_every_description_whole(engine: Engine) -> None:
+    import re
+
+    from textual.containers import VerticalScroll
+
+    from tui.app.actions import COMMANDS
+
+    def squash(text: str) -> str:
+        return re.sub(r"[\s│]+", "", text)  # lines wrapped inside the box, joined
+
+    async with make_app(engine).run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        body = pilot.app.screen.query_one("#help-body", VerticalScroll)
+        assert body.max_scroll_y > 0  # more keys than lines at 80×24
+        seen = ""
+        while True:
+            seen += squash(screen_text(pilot.app))
+            if body.scroll_y >= body.max_scroll_y:
+                break
+            before = body.scroll_y
+            await pilot.press("j")
+            await pilot.pause()
+            assert body.scroll_y == before + 1
+        for c in COMMANDS:
+            assert squash(c.help) in seen, c.help
+        await pilot.press("k")
+        await pilot.pause()
+        assert body.scroll_y == body.max_scroll_y - 1
+
+
+async def test_palette_shows_keys_and_one_theme_entry(engine: Engine) -> None:
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p", *"theme")
+        await until(pilot, lambda: "Switch theme" in screen_text(pilot.app), "the palette")
+        await pilot.pause(0.3)
+        text = screen_text(pilot.app)
+        assert "Switch theme…  (t)" in text
+        assert "Change the current theme" not in text  # Textual's own, merged into ours
+
+
+async def test_slash_filters_the_list_and_the_footer_says_so(engine: Engine) -> None:
+    tasks = [shell_task("alpha", "true"), shell_task("beta", "true")]
+    await engine.submit(tasks)
+    await engine.wait_settled(t.id for t in tasks)
+    async with make_app(engine).run_test(size=(80, 24)) as pilot:
+        footer = screen_text(pilot.app).splitlines()[-1]
+        for shown in ("/ Find", "? Help", "q Quit"):
+            assert shown in footer, footer
+        await pilot.press("slash", *"beta", "enter")
+        table = pilot.app.query_one(TaskList)
+        await until(pilot, lambda: table.row_count == 1, "the filter")
+        assert table.selected_id == tasks[1].id

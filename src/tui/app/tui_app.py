@@ -21,7 +21,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from tui.app import actions
 from tui.app.engine_api import AppEngine
-from tui.app.help_screen import HelpScreen
+from tui.app.help_screen import HelpScreen, pretty_key
 from tui.app.keymap import keymap_from
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
 from tui.app.prompts import Confirm, TextPrompt
@@ -613,9 +613,12 @@ class TuiApp(App[None]):
         return [(keymap.get(c.id, c.key), c.title, c.help, c.id) for c in actions.COMMANDS]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        for c in actions.COMMANDS:
-            yield SystemCommand(c.title, c.help, getattr(self, f"action_{c.id}"))
-        yield from super().get_system_commands(screen)
+        for key, title, text, command_id in self.active_bindings_for_help():
+            action = getattr(self, f"action_{command_id}")
+            yield SystemCommand(f"{title}  ({pretty_key(key)})", text, action)
+        # Textual's own Theme, Quit and Keys entries would sit beside ours: keep its others.
+        ours = {"Theme", "Quit", "Keys"}
+        yield from (c for c in super().get_system_commands(screen) if c.title not in ours)
 
     # -- prompts (filter, search, open, reject comment): modal, so they keep the keyboard --
 
