@@ -373,8 +373,8 @@ async def test_task_list_scrolls_selects_with_keys_and_mouse_and_sorts(store: St
             await pilot.press("G")
             await until(pilot, lambda: table.selected_id == tasks[-1].id, "the last row")
             assert "t-149" in visible_text(table) and "t-000" not in visible_text(table)
-            await pilot.click(TaskList, offset=(20, 3))  # row 0 is the header
-            clicked = visible_text(table).splitlines()[3].split()[2]
+            await pilot.click(TaskList, offset=(20, 4))  # a top border, then the header
+            (clicked,) = [w for w in visible_text(table).splitlines()[3].split() if "t-" in w]
             await until(
                 pilot,
                 lambda: table.records[table.selected_id or ""].name == clicked,
@@ -499,3 +499,127 @@ async def test_slash_filters_the_list_and_the_footer_says_so(engine: Engine) -> 
         table = pilot.app.query_one(TaskList)
         await until(pilot, lambda: table.row_count == 1, "the filter")
         assert table.selected_id == tasks[1].id
+
+
+# -- indicators that tell the truth --------------------------------------------------------
+
+
+async def test_filter_words_match_the_screen(engine: Engine) -> None:
+    tasks = [
+        shell_task("good", "true"),
+        shell_task("bad", "exit 1"),
+        shell_task("slow", "sleep 30", timeout="0.2s"),
+        shell_task("stopped", "sleep 300"),
+    ]
+    await engine.submit(tasks)
+    await engine.cancel(tasks[3].id)
+    await engine.wait_settled(t.id for t in tasks)
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(TaskList)
+
+        async def filter_by(query: str) -> set[str]:
+            await pilot.press("colon", *query, "enter")
+            await until(pilot, lambda: not isinstance(app.screen, TextPrompt), "the filter")
+            await pilot.pause()
+            return {table.records[table._shown[i]].name for i in range(table.row_count)}
+
+        assert await filter_by("state:done") == {"good"}
+        assert await filter_by("state:failed") == {"bad", "slow"}  # not the cancelled one
+        assert "Tasks 2/4 · state:failed" in screen_text(app)
+        assert await filter_by("state:cancelled") == {"stopped"}
+        assert await filter_by("state:timed-out") == {"slow"}
+        await filter_by("state:nope")
+        assert any("no state 'nope'" in n.message for n in app._notifications)
+        assert table.filter.query == "state:timed-out"  # the bad filter changed nothing
+        assert await filter_by("zzz") == set()
+        assert "no task matches" in screen_text(app)
+        await pilot.press("s")
+        assert "Tasks 0/4 · zzz · by state" in screen_text(app)
+
+
+async def test_status_counts_cancelled_apart_from_failed(engine: Engine) -> None:
+    tasks = [shell_task("bad", "exit 1"), shell_task("stopped", "sleep 300")]
+    await engine.submit(tasks)
+    await engine.cancel(tasks[1].id)
+    await engine.wait_settled(t.id for t in tasks)
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        status = str(pilot.app.query_one("#status").render())
+        assert "1 failed" in status and "1 cancelled" in status, status
+
+
+async def test_paused_output_says_so(engine: Engine) -> None:
+    t = shell_task("numbers", 'for i in $(seq 1 500); do echo "line $i"; done')
+    await engine.submit([t])
+    await engine.wait_settled([t.id])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        log = pilot.app.query_one(LogView)
+        await until(pilot, lambda: "line 500" in visible_text(log), "the end of the log")
+        assert "paused" not in screen_text(pilot.app)
+        await pilot.press("l", "k", "k")
+        await until(pilot, lambda: "paused — G to follow" in screen_text(pilot.app), "paused")
+        await pilot.press("G")
+        await until(pilot, lambda: "paused" not in screen_text(pilot.app), "following again")
+
+
+async def test_a_task_waiting_for_approval_says_so(store: Store) -> None:
+    engine = Engine(store, auto_approve=False)
+    await engine.start()
+    try:
+        await engine.submit([shell_task("gated", "echo ran")])
+        async with make_app(engine).run_test(size=SIZE) as pilot:
+            await until(
+                pilot,
+                lambda: "waiting for approval — p" in screen_text(pilot.app),
+                "the approval note",
+            )
+    finally:
+        await engine.stop()
+
+
+# -- the task list fits the terminal -------------------------------------------------------
+
+HEADERS = {"NAME", "AGENT", "PRIO", "TIME", "TRY", "COST", "TAGS", "NOTE"}
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+async def test_the_task_list_fits_without_sideways_scrolling(
+    store: Store, size: tuple[int, int]
+) -> None:
+    engine = Engine(store, auto_approve=False)
+    await engine.start()
+    try:
+        first = shell_task("gated", "true", tags=["ci", "nightly"])
+        long = "a-very-long-task-name-that-goes-on-and-on-forever"
+        await engine.submit([first, shell_task(long, "true", depends_on=[first.id])])
+        async with make_app(engine).run_test(size=size) as pilot:
+            table = pilot.app.query_one(TaskList)
+            await until(pilot, lambda: "waiting" in visible_text(table), "the notes")
+            await pilot.pause()
+            assert table.virtual_size.width <= table.scrollable_content_region.width
+            lines = visible_text(table).splitlines()
+            header = set(lines[0].split())
+            assert header <= HEADERS, header  # no header cut to a stray letter
+            if size[0] >= 120:
+                assert {"NOTE", "TRY", "COST"} <= header
+                assert "waiting for approval — p" in lines[1]
+                assert f"waiting on {first.name}" in lines[2]
+            assert long not in lines[2] and "…" in lines[2]  # cut, not widening the column
+            name_start = lines[0].index("NAME")
+            assert lines[1][name_start:].startswith("gated ")
+    finally:
+        await engine.stop()
+
+
+async def test_help_and_quit_stay_in_the_footer_at_80_columns(engine: Engine) -> None:
+    t = shell_task("pick", 'tui ask "Which?" --option A --option B')
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=(80, 24)) as pilot:
+        app = pilot.app
+        await until(pilot, lambda: app.query_one(QuestionPanel).count == 1, "the question")
+        for keys in (("l",), ("a",)):  # the output pane, then the question card
+            await pilot.press(*keys)
+            await pilot.pause()
+            footer = screen_text(app).splitlines()[-1]
+            assert footer.lstrip().startswith("? Help  q Quit"), footer

@@ -12,7 +12,7 @@ from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.command import SimpleCommand
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -25,12 +25,13 @@ from tui.app.help_screen import HelpScreen, pretty_key
 from tui.app.keymap import keymap_from
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
 from tui.app.prompts import Confirm, TextPrompt
+from tui.app.state_style import FAILED_GROUP
 from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
 from tui.app.widgets.dag_view import DagNode, DagView
-from tui.app.widgets.log_view import LogView
+from tui.app.widgets.log_view import PAUSED_LABEL, LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
-from tui.app.widgets.task_list import SORTS, TaskFilter, TaskList
+from tui.app.widgets.task_list import SORTS, FilterError, TaskFilter, TaskList
 from tui.config.load import ConfigError, load_config, load_settings
 from tui.config.templates import (
     TaskRequest,
@@ -55,11 +56,25 @@ LIVE_STATES = frozenset({State.RUNNING, State.READY, State.BLOCKED})
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
 
 
+class MainScreen(Screen[None]):
+    """The app's screen; its footer starts with `?` and `q`, so a narrow terminal never
+    cuts them off whatever pane adds its own keys."""
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        bindings = super().active_bindings
+        first = {k: b for k, b in bindings.items() if b.binding.action in ("help", "quit")}
+        return {**first, **{k: b for k, b in bindings.items() if k not in first}}
+
+
 class TuiApp(App[None]):
     TITLE = "tui"
     CSS = """
     #body { height: 1fr; }
-    #tasks { width: 45%; min-width: 30; border-right: vkey $panel-lighten-2; }
+    #tasks {
+        width: 55%; min-width: 30; border-right: vkey $panel-lighten-2;
+        border-top: hkey $panel-lighten-2; border-title-color: $text;
+    }
     #right { width: 1fr; border-top: hkey $panel-lighten-2; border-title-color: $text; }
     #status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
     Screen.zoomed #tasks { display: none; }
@@ -118,6 +133,9 @@ class TuiApp(App[None]):
 
     # -- layout ------------------------------------------------------------------------------
 
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen(id="_default")
+
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="body"):
@@ -150,6 +168,8 @@ class TuiApp(App[None]):
         self._consume_events(since)
         self.set_interval(1 / REFRESH_HZ, self._apply_batch)
         self.set_interval(1.0, self._list.refresh_running)
+        self._list.approve_key = pretty_key(self._keymap.get("approve_task", "p"))
+        self.watch(self._output, "follow", lambda _: self._update_right_title(), init=False)
         self._list.focus()
         await self._show_selected()
 
@@ -296,7 +316,8 @@ class TuiApp(App[None]):
         groups = (
             ("running", {State.RUNNING}),
             ("queued", {State.QUEUED}),
-            ("failed", set(UNSUCCESSFUL)),  # failed, timed out, cancelled, over budget
+            ("failed", FAILED_GROUP),  # failed, timed out, over budget
+            ("cancelled", {State.CANCELLED}),
             ("done", {State.COMPLETED}),
         )
         by_state = Counter(r.state for r in records)  # one pass over (maybe 10k) tasks
@@ -341,7 +362,7 @@ class TuiApp(App[None]):
     async def _tell_finished(self) -> None:
         ids, self._finished = self._finished, []
         records = await self.engine.get_many(ids)
-        failed = [r for r in records if r.state in UNSUCCESSFUL and r.settled]
+        failed = [r for r in records if r.state in FAILED_GROUP and r.settled]
         done = [r for r in records if r.state == State.COMPLETED]
         if failed:
             names = ", ".join(r.name for r in failed[:3]) + (" …" if len(failed) > 3 else "")
@@ -372,8 +393,15 @@ class TuiApp(App[None]):
         self._selected = task_id
         await self._output.show_task(task_id)
         self._dag.select(task_id)
-        rec = self._list.records.get(task_id or "")
-        self._right.border_title = rec.name if rec else ""
+        self._update_right_title()
+
+    def _update_right_title(self) -> None:
+        # The pane's top border is drawn: the selected task, and whether output is paused.
+        rec = self._list.records.get(self._selected or "")
+        title = rec.name if rec else ""
+        if not self._output.follow:
+            title = f"{title} · {PAUSED_LABEL}" if title else PAUSED_LABEL
+        self._right.border_title = title
 
     @on(DagView.Selected)
     async def _dag_selected(self, message: DagView.Selected) -> None:
@@ -530,8 +558,13 @@ class TuiApp(App[None]):
         )
 
     def _apply_filter(self, query: str) -> None:
+        try:
+            task_filter = TaskFilter.parse(query)
+        except FilterError as e:
+            self.notify(str(e), title="Filter", severity="error", timeout=8)
+            return
         tasks = self._list
-        tasks.filter = TaskFilter.parse(query)
+        tasks.filter = task_filter
         tasks.rebuild()
 
     def action_search_log(self) -> None:

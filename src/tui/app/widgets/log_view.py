@@ -145,7 +145,7 @@ class LogView(ScrollView, can_focus=True):
     """Scrollable, searchable, live output of one task, read from a ``LogSource`` in pages."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("G,end", "follow", "Follow"),
+        Binding("G,end", "follow", "Follow", key_display="G"),
         Binding("g,home", "top", "Top", show=False),
         Binding("w", "toggle_wrap", "Wrap"),
         Binding("n", "search_next", "Next match"),
