@@ -623,3 +623,34 @@ async def test_help_and_quit_stay_in_the_footer_at_80_columns(engine: Engine) ->
             await pilot.pause()
             footer = screen_text(app).splitlines()[-1]
             assert footer.lstrip().startswith("? Help  q Quit"), footer
+
+
+async def test_time_is_this_attempts_and_a_finished_runs_duration(
+    engine: Engine, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    # The first attempt fails after 3 s; the retry (gate open) runs on.
+    t = shell_task("flaky", f"[ -e {gate} ] || {{ sleep 3; exit 1; }}; echo again; sleep 300")
+    await engine.submit([t])
+    await engine.wait_settled([t.id])
+    first = (await engine.store.runs(t.id))[0]
+    stored = await engine.store.get_task(t.id)
+    assert stored is not None and stored.run_started_at == first.started_at
+    assert stored.run_ended_at == first.ended_at
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        table = pilot.app.query_one(TaskList)
+
+        def time_cell() -> str:
+            header, row = visible_text(table).splitlines()[:2]
+            start = header.index("TIME")
+            return (row[start:].split() or [""])[0] if row[start] != " " else ""
+
+        await until(pilot, lambda: time_cell() != "", "the run's duration")
+        assert int(time_cell().rstrip("s")) >= 3  # failed: how long the run took
+        gate.touch()
+        await pilot.press("r")
+        await until(pilot, lambda: "again" in visible_text(pilot.app.query_one(LogView)), "retry")
+        assert table.records[t.id].attempts == 2
+        assert int(time_cell().rstrip("s")) < 3  # this attempt's time, not since the first
+        await pilot.press("c", "y")
+        await engine.wait_settled([t.id])

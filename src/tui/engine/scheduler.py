@@ -868,6 +868,7 @@ class Engine:
             return
         run_id, attempt = began.run_id, began.attempt
         rec.state, rec.reason, rec.attempts, rec.retry_at = State.RUNNING, "", attempt, None
+        rec.run_started_at, rec.run_ended_at = time.time(), None  # the app's TIME column
         run = _Run(rec.id, run_id, attempt)
         run.working.set()
         self._running[rec.id] = run
@@ -955,6 +956,7 @@ class Engine:
             session_id=result.session_id,
             then=move,
         )
+        rec.run_ended_at = time.time()
         rec.cost_usd += result.cost_usd
         rec.tokens_in += result.tokens_in
         rec.tokens_out += result.tokens_out

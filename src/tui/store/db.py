@@ -47,8 +47,11 @@ WAITING_REASON = {
 _TASK_COLS = (
     "id, name, spec, state, reason, approved, attempts, attempt_base, retry_at, cost_usd,"
     " tokens_in, tokens_out, rejection_comment, question_json, result, created_at, updated_at,"
-    " submit_seq"
+    " submit_seq,"
+    " (SELECT started_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1),"
+    " (SELECT ended_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1)"
 )
+_SEQ = 17  # submit_seq's place in _TASK_COLS
 _RUN_COLS = (
     "id, task_id, attempt, engine_id, pid, pgid, proc_start, started_at, ended_at, exit_code,"
     " outcome, error, cost_usd, tokens_in, tokens_out, session_id"
@@ -324,7 +327,7 @@ class Store:
         def tx(t: _Tx) -> list[TaskRecord]:
             rows = t.all(sql, args)
             # Sorting here beats ORDER BY, which makes SQLite sort whole rows, specs and all.
-            rows.sort(key=itemgetter(-1))
+            rows.sort(key=itemgetter(_SEQ))
             deps: dict[str, list[str]] = {}
             for tid, dep in t.all("SELECT task_id, depends_on FROM deps ORDER BY rowid"):
                 deps.setdefault(tid, []).append(dep)
@@ -1007,7 +1010,7 @@ _STATES = {s.value: s for s in State}
 
 def _task_from_row(row: tuple, deps: list[str]) -> TaskRecord:
     tid, name, spec, state, reason, approved, attempts, base, retry_at, cost, tin, tout = row[:12]
-    rej, q, res, created, updated, seq = row[12:]
+    rej, q, res, created, updated, seq, run_started, run_ended = row[12:]
     return TaskRecord(
         id=tid,
         name=name,
@@ -1028,6 +1031,8 @@ def _task_from_row(row: tuple, deps: list[str]) -> TaskRecord:
         updated_at=updated,
         submit_seq=seq,
         depends_on=deps,
+        run_started_at=run_started,
+        run_ended_at=run_ended,
     )
 
 

@@ -30,7 +30,7 @@ from textual.strip import Strip
 from tui.app.state_style import STATE_STYLES, STATE_WORDS, style_for
 from tui.app.widgets.task_columns import COLUMNS, PAD, fit_columns, fit_text
 from tui.app.widgets.virtual_size import set_virtual_size
-from tui.model.states import State
+from tui.model.states import ENDED, State
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
@@ -90,10 +90,22 @@ class TaskFilter:
         return all(w in hay for w in self.words)
 
 
+LIVE = frozenset({State.RUNNING, State.READY, State.BLOCKED})  # a run is under way
+
+
 def _elapsed(r: TaskRecord, now: float) -> str:
-    if r.state != State.RUNNING:
+    """TIME: a live task's time since this attempt started; a finished one's run duration."""
+    start, end = r.run_started_at, r.run_ended_at
+    if start is None:
         return ""
-    secs = int(now - r.updated_at)
+    if r.state in LIVE and end is None:
+        secs = int(now - start)
+    elif r.state in ENDED and end is not None:
+        secs = int(end - start)
+    else:
+        return ""  # queued or pending again: the next attempt has not started
+    if secs >= 3600:
+        return f"{secs // 3600}h{secs % 3600 // 60:02d}m"
     return f"{secs // 60}m{secs % 60:02d}s" if secs >= 60 else f"{secs}s"
 
 
