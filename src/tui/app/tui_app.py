@@ -25,7 +25,7 @@ from tui.app.help_screen import HelpScreen, pretty_key
 from tui.app.keymap import keymap_from
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
 from tui.app.prompts import Confirm, TextPrompt
-from tui.app.state_style import FAILED_GROUP
+from tui.app.state_style import FAILED_GROUP, style_for
 from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
 from tui.app.widgets.dag_view import DagNode, DagView
@@ -367,7 +367,7 @@ class TuiApp(App[None]):
         if failed:
             names = ", ".join(r.name for r in failed[:3]) + (" …" if len(failed) > 3 else "")
             self.notify(
-                f"{names}: {failed[0].state.value.lower()}",
+                f"{names}: {style_for(failed[0].state).label}",
                 title="Failed",
                 severity="error",
                 timeout=6,

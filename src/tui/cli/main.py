@@ -96,6 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_dispatch(args))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `tui logs ID | head`: the reader has all it wanted
+        from tui.cli.common import discard_stdout
+
+        discard_stdout()
+        return 141  # as a shell reports a command ended by SIGPIPE
     except TaskFileError as e:
         for issue in e.issues:
             print(f"error: {issue}", file=sys.stderr)

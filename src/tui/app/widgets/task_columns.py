@@ -15,6 +15,7 @@ PAD = 1  # blank cells either side of every column
 NAME_CAP = 28  # widest a name column grows; longer names are cut with "…"
 NAME_FIRST = 16  # the name's share before optional columns are considered
 NOTE_MIN = 10
+SYMBOL_WIDTH = 2  # a state's symbol alone (⌛ takes two cells)
 NOTE_FIRST = 40  # the note's share before the extras (state label, agent, prio, tags)
 CAPS = {"agent": 16, "prio": 6, "time": 7, "try": 5, "cost": 8, "tags": 16}
 WANTED = ("time", "try", "cost")  # after the note, in this order
@@ -22,8 +23,9 @@ EXTRAS = ("agent", "prio", "tags")  # only with room to spare, in this order
 
 
 def fit_columns(content: dict[str, int], width: int, state_width: int) -> dict[str, int]:
-    """``content``: the widest text seen per column (headers included; note 0 when no row
-    has one). Returns the visible columns, in display order, with their widths.
+    """``content``: the widest text seen per column (headers included; 0 for a column no
+    row has filled, which is then not shown). Returns the visible columns, in display
+    order, with their widths.
 
     The state shows its symbol alone until there is room for its label too."""
 
@@ -35,15 +37,15 @@ def fit_columns(content: dict[str, int], width: int, state_width: int) -> dict[s
 
     name_want = min(content["name"], NAME_CAP)
     note_want = content["note"]
-    chosen = {"state": 1, "name": min(name_want, NAME_FIRST)}
+    chosen = {"state": SYMBOL_WIDTH, "name": min(name_want, NAME_FIRST)}
     if used(chosen) > width:  # very narrow: the name takes what is left
-        chosen["name"] = max(1, width - used({"state": 1}) - 2 * PAD)
+        chosen["name"] = max(1, width - used({"state": SYMBOL_WIDTH}) - 2 * PAD)
         return chosen
     if note_want and fits(min(note_want, NOTE_MIN) + 2 * PAD):
         chosen["note"] = min(note_want, NOTE_MIN)
     for col in WANTED:
         want = min(content[col], CAPS[col])
-        if fits(want + 2 * PAD):
+        if want and fits(want + 2 * PAD):
             chosen[col] = want
 
     def grow(col: str, upto: int) -> None:
@@ -52,11 +54,11 @@ def fit_columns(content: dict[str, int], width: int, state_width: int) -> dict[s
     if "note" in chosen:
         grow("note", min(note_want, NOTE_FIRST))
     grow("name", name_want)
-    if fits(state_width - 1):
+    if fits(state_width - SYMBOL_WIDTH):
         chosen["state"] = state_width
     for col in EXTRAS:
         want = min(content[col], CAPS[col])
-        if fits(want + 2 * PAD):
+        if want and fits(want + 2 * PAD):
             chosen[col] = want
     if "note" in chosen:
         grow("note", note_want)

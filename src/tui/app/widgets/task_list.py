@@ -28,12 +28,13 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.app.state_style import STATE_STYLES, STATE_WORDS, style_for
-from tui.app.widgets.task_columns import COLUMNS, PAD, fit_columns, fit_text
+from tui.app.widgets.task_columns import COLUMNS, PAD, SYMBOL_WIDTH, fit_columns, fit_text
 from tui.app.widgets.virtual_size import set_virtual_size
 from tui.model.states import ENDED, State
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
+OPTIONAL_EMPTY = frozenset({"time", "cost", "tags", "note"})  # hidden while no row has any
 SORTS: dict[str, Callable[[TaskRecord], object]] = {
     "submitted": lambda r: r.submit_seq,
     "state": lambda r: (list(State).index(r.state), r.submit_seq),
@@ -189,6 +190,7 @@ class TaskList(ScrollView, can_focus=True):
         self._widths["state"] = STATE_WIDTH
         self._widths["note"] = 0
         self._layout: dict[str, int] = {}  # the visible columns and their widths
+        self._filled: set[str] = set()  # columns some painted row has text in
         self._styles: dict[str, Style] = {}
         self._strips: LRUCache[RowKey, Strip] = LRUCache(512)
         self._painted: dict[int, RowKey] = {}  # screen row → what it shows
@@ -249,7 +251,7 @@ class TaskList(ScrollView, can_focus=True):
         self._announce()
 
     def _update_title(self) -> None:
-        """"Tasks 3/8 · state:failed · by name": what is shown of how many, and why."""
+        """ "Tasks 3/8 · state:failed · by name": what is shown of how many, and why."""
         total = len(self.records)
         parts = [f"Tasks {len(self._shown)}/{total}" if self.filter else f"Tasks {total}"]
         if self.filter:
@@ -382,6 +384,9 @@ class TaskList(ScrollView, can_focus=True):
         for row in range(top + max(0, crop.y - 1), min(len(self._shown), top + crop.bottom)):
             cells = self._cells(self.records[self._shown[row]], now)
             for col, text in zip(COLUMNS, cells, strict=True):
+                if text and col not in self._filled:
+                    self._filled.add(col)
+                    grew = True
                 if cell_len(text) > self._widths[col]:
                     self._widths[col] = cell_len(text)
                     grew = True
@@ -411,7 +416,12 @@ class TaskList(ScrollView, can_focus=True):
     def _sync_size(self) -> None:
         """Fit the columns to the pane (never wider: no sideways scrolling)."""
         width = self.scrollable_content_region.width
-        layout = fit_columns(self._widths, width, STATE_WIDTH) if width > 0 else {}
+        # Columns nobody has filled (no cost, no tags, no note yet) take no room.
+        content = {
+            c: w if c not in OPTIONAL_EMPTY or c in self._filled else 0
+            for c, w in self._widths.items()
+        }
+        layout = fit_columns(content, width, STATE_WIDTH) if width > 0 else {}
         if layout != self._layout:
             self._layout = layout
             self._strips.clear()
@@ -440,7 +450,7 @@ class TaskList(ScrollView, can_focus=True):
             width = layout.get(col)
             if width is None:
                 continue
-            if col == "state" and width == 1:
+            if col == "state" and width == SYMBOL_WIDTH:
                 text = text[:1]  # a narrow pane: the symbol alone
             segments.append(Segment(" " * PAD + fit_text(text, width) + " " * PAD, style))
         return Strip(segments)
@@ -450,7 +460,7 @@ class TaskList(ScrollView, can_focus=True):
         st = style_for(r.state)
         task = r.task
         agent = task.agent.type + (f"/{task.agent.model}" if task.agent.model else "")
-        note = r.reason
+        note = "" if r.state == State.COMPLETED else r.reason  # not "exit code 0" on every row
         if r.state == State.PENDING:
             waiting = [
                 self.records[d].name if d in self.records else d[:8]
