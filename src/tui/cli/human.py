@@ -194,7 +194,7 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
         "answer", nargs="*", metavar="ANSWER", help="option labels or numbers, or free text"
     )
     ans.add_argument(
-        "--text", metavar="TEXT", help="a free-text answer (\"Other\") instead of an option"
+        "--text", metavar="TEXT", help='a free-text answer ("Other") instead of an option'
     )
     ans.add_argument("--deny", metavar="MESSAGE", help="refuse an approval, saying why")
     ans.add_argument(

@@ -7,6 +7,7 @@ import os
 import sys
 
 from tui.cli.common import db_path, engine_settings, err, ignored_settings, open_store
+from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
 from tui.engine.client import live_engine_pid
 from tui.model.loader import load_task_files
@@ -26,6 +27,8 @@ async def cmd_open(args: argparse.Namespace) -> int:
     async with open_store(args.db) as store:
         pid = await live_engine_pid(store)
         tasks = _load(args, await store.all_ids())
+        if not await go_ahead(store, tasks, force=args.force):
+            return 1
     # An engine runs: the daemon (attach to it) or a foreground `tui run` (nothing to attach to).
     remote = await attach(db) if pid is not None else None
     if pid is not None and remote is None:
@@ -62,6 +65,8 @@ async def _open_here(args: argparse.Namespace) -> int:
             )
             return 1
         tasks = _load(args, await store.all_ids())
+        if not await go_ahead(store, tasks, force=args.force):
+            return 1
         from tui.app.run_app import run_app
 
         concurrency, shell = engine_settings(args)

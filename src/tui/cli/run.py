@@ -17,6 +17,7 @@ from tui.cli.common import (
     open_store,
     print_transition,
 )
+from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach
 from tui.daemon.remote import RemoteEngine
 from tui.engine.client import InboxClient, live_engine_pid
@@ -58,6 +59,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
                     f"task ids already stored: {', '.join(taken)} (continue them with "
                     "`tui run` and no file, or `tui retry ID`)"
                 )
+                return 1
+            if not await go_ahead(store, tasks, force=args.force):
                 return 1
         return await run_tasks(store, tasks, args)
 
