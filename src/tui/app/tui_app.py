@@ -665,12 +665,15 @@ class TuiApp(App[None]):
     ) -> None:
         """Ask for one line of text; ``then`` gets it (stripped) unless the user pressed Esc."""
 
-        async def done(value: str | None) -> None:
-            if value is None:
-                return
+        async def answer(value: str) -> None:
             result = then(value)
             if inspect.isawaitable(result):
                 await result
+
+        def done(value: str | None) -> None:
+            # Once the prompt is gone: a toast raised on it would vanish with it.
+            if value is not None:
+                self.call_after_refresh(answer, value)
 
         self.push_screen(TextPrompt(title, placeholder, paths=paths), done)
 
