@@ -531,7 +531,6 @@ async def test_filter_words_match_the_screen(engine: Engine) -> None:
         assert await filter_by("state:cancelled") == {"stopped"}
         assert await filter_by("state:timed-out") == {"slow"}
         await filter_by("state:nope")
-        # On the list's screen, not on the prompt that closed (a toast there vanished).
         assert any("no state 'nope'" in n.message for n in app._notifications)
         assert table.filter.query == "state:timed-out"  # the bad filter changed nothing
         assert await filter_by("zzz") == set()
