@@ -33,7 +33,7 @@ def private_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
     yield runtime
     for lock in (runtime / "tui").glob("*.lock"):
         pid = lock.read_text().strip()
-        if pid.isdigit():
+        if pid.isdigit() and int(pid) != os.getpid():
             stop_process(int(pid))
     shutil.rmtree(runtime, ignore_errors=True)
 
@@ -53,6 +53,20 @@ def stop_process(pid: int, grace: float = 10.0) -> None:
         time.sleep(0.02)  # another process's exit: nothing to wait on but its pid
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+@contextlib.asynccontextmanager
+async def owned_engine(store: Store, **kwargs: object) -> AsyncIterator[Engine]:
+    """A started engine that owns the database as `tui run` does: it serves the database's
+    socket, so `tui ask` and the MCP tools in its tasks reach it."""
+    from tui.daemon.lifecycle import serving
+    from tui.daemon.paths import daemon_paths
+    from tui.daemon.service import daemon_lock
+
+    engine = Engine(store, **kwargs)  # type: ignore[arg-type]
+    with daemon_lock(daemon_paths(store.path)):
+        async with engine, serving(engine, lambda: None, foreground=True, reason="test over"):
+            yield engine
 
 
 @pytest.fixture

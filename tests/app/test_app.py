@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.app.app_support import screen_text, until, visible_text
-from tests.conftest import shell_task
+from tests.conftest import owned_engine, shell_task
 from tui.app.prompts import Confirm, TextPrompt
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.log_view import LogView
@@ -30,10 +30,8 @@ def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 async def engine(store: Store) -> Engine:
-    e = Engine(store, kill_grace=1.0)
-    await e.start()
-    yield e  # type: ignore[misc]
-    await e.stop()
+    async with owned_engine(store, kill_grace=1.0) as e:  # `tui ask` in tasks reaches it
+        yield e  # type: ignore[misc]
 
 
 def make_app(engine: Engine) -> TuiApp:

@@ -18,6 +18,8 @@ from tests.conftest import shell_task
 from tui.app import tui_app
 from tui.app.widgets import task_list
 from tui.app.widgets.question_panel import QuestionPanel
+from tui.daemon.paths import daemon_paths
+from tui.daemon.server import DaemonServer
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import Task
@@ -42,6 +44,9 @@ def app_with(
     async def start() -> Engine:
         engine = Engine(await Store.open(db), kill_grace=0.5)
         await engine.start()
+        # The app's own engine serves the database's socket, as `tui --foreground` does, so
+        # the `tui ask` of a task reaches it. (The test's runtime dir goes with the socket.)
+        await DaemonServer(engine, daemon_paths(db), lambda: None, foreground=True).start()
         if tasks:
             await engine.submit(tasks)
         if after is not None:

@@ -108,10 +108,10 @@ def test_task_hands_the_template_to_a_running_engine(configured: Tui) -> None:
     keeper = shell_task("keeper", f"while [ ! -e '{release}' ]; do sleep 0.02; done")
     run = tui.popen("run", str(write_tasks(tui.dir / "k.yaml", [keeper])))
     wait_until(lambda: tui.state_of("keeper") == "RUNNING", "keeper RUNNING", proc=run)
-    res = tui("task", "review", "via the inbox")
+    res = tui("task", "review", "via the socket")
     assert res.returncode == 0, str(res)
-    assert "submitted 1 task(s) to the engine" in res.stderr
-    assert tui("logs", "review").stdout.endswith("Review: via the inbox\n")
+    assert "submitted 1 task(s) to the `tui run` (pid" in res.stderr
+    assert tui("logs", "review").stdout.endswith("Review: via the socket\n")
     release.touch()
     run.communicate(timeout=60)
 

@@ -24,7 +24,7 @@ def test_start_status_stop(tui: Tui) -> None:
     assert res.returncode == 0 and "started" in res.stdout, str(res)
     s = status(tui)
     assert s["running"] and s["db"] == str(tui.db.resolve())
-    assert s["uptime"] >= 0 and s["running_tasks"] == [] and s["protocol"] == 1
+    assert s["uptime"] >= 0 and s["running_tasks"] == [] and s["protocol"] == 2
     os.kill(s["pid"], 0)  # alive, and not a child of this test: detached
 
     # Owner-only socket in an owner-only dir; a log file of its own.

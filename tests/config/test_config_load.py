@@ -83,6 +83,11 @@ def test_alias_clash_first_wins_with_a_warning_naming_both(dirs: Dirs) -> None:
         ('[tasks.x]\nprompt = "p"\nagent = "claud"\n', "did you mean 'claude'?"),
         ('[agents.a]\ntype = "shel"\n', "did you mean 'shell'?"),
         ('[agents.a]\ntype = "shell"\n', "a shell agent needs script"),
+        (
+            '[agents.a]\ntype = "shell"\nscript = "x"\ndefault_model = "m"\n',
+            "a shell agent takes no model; models are for claude, gemini, codex agents",
+        ),
+        ('[agents.a]\ntype = "taskfile"\n', "type must be one of claude, shell, gemini, codex;"),
         ("[settings]\nconcurrency = 0\n", "settings.concurrency"),
         ('[settings]\ndefault_role = "ghost"\n', "settings.default_role: unknown role 'ghost'"),
         ('[settings]\nnotifications = "loud"\n', "notifications must be one of"),

@@ -194,4 +194,4 @@ async def test_another_user_is_refused_even_if_the_socket_is_reachable(
             os._exit(code)
     _, status = await asyncio.to_thread(os.waitpid, pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert (await viewer.status())["pid"] > 0  # and the daemon is unharmed
+    assert (await viewer.status()).pid > 0  # and the daemon is unharmed

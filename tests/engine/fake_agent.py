@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 
-from tui.agents.base import RunContext, RunResult
+from tui.engine.adapter import RunContext, RunResult
 from tui.model.states import State
 
 

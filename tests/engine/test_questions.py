@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import shell_task, wait_state
+from tests.conftest import owned_engine, shell_task, wait_state
 from tui.engine.events import Cursor, OutputBatch
-from tui.engine.procs import group_members
 from tui.engine.scheduler import Engine, EngineError
 from tui.model.states import State
+from tui.procs.process import group_members
 from tui.store.db import Store
 from tui.store.records import QuestionRecord
 
@@ -30,7 +30,7 @@ async def output(store: Store, task_id: str) -> list[str]:
 
 
 async def test_ask_round_trip(store: Store) -> None:
-    async with Engine(store) as engine:
+    async with owned_engine(store) as engine:
         t = shell_task("pick", f'choice=$({ASK}); echo "using $choice"')
         await engine.submit([t])
         q = await asyncio.wait_for(next_question(engine, t.id), 30)
@@ -50,7 +50,7 @@ async def test_ask_round_trip(store: Store) -> None:
 
 
 async def test_multiselect_answer_prints_one_label_per_line(store: Store) -> None:
-    async with Engine(store) as engine:
+    async with owned_engine(store) as engine:
         t = shell_task("many", 'tui ask "Which?" --option a --option b --option c --multi')
         await engine.submit([t])
         q = await asyncio.wait_for(next_question(engine, t.id), 30)
@@ -61,7 +61,7 @@ async def test_multiselect_answer_prints_one_label_per_line(store: Store) -> Non
 
 
 async def test_an_answer_is_delivered_exactly_once(store: Store) -> None:
-    async with Engine(store) as engine:
+    async with owned_engine(store) as engine:
         t = shell_task("once", ASK)
         await engine.submit([t])
         q = await asyncio.wait_for(next_question(engine, t.id), 30)
@@ -76,7 +76,7 @@ async def test_an_answer_is_delivered_exactly_once(store: Store) -> None:
 
 
 async def test_ask_timeout_gives_up_with_a_clear_exit(store: Store) -> None:
-    async with Engine(store) as engine:
+    async with owned_engine(store) as engine:
         t = shell_task("impatient", f'{ASK} --timeout 300ms; echo "exit $?"')
         await engine.submit([t])
         await engine.wait_settled([t.id])
@@ -92,7 +92,7 @@ async def test_ask_timeout_gives_up_with_a_clear_exit(store: Store) -> None:
 async def test_cancel_while_waiting_kills_the_task_and_closes_the_question(
     store: Store,
 ) -> None:
-    async with Engine(store, kill_grace=1.0) as engine:
+    async with owned_engine(store, kill_grace=1.0) as engine:
         t = shell_task("waits", ASK)
         await engine.submit([t])
         q = await asyncio.wait_for(next_question(engine, t.id), 30)
@@ -108,7 +108,7 @@ async def test_cancel_while_waiting_kills_the_task_and_closes_the_question(
 async def test_time_waiting_for_a_person_does_not_count_toward_the_timeout(
     store: Store,
 ) -> None:
-    async with Engine(store) as engine:
+    async with owned_engine(store) as engine:
         t = shell_task("patient", f"{ASK}; echo finished", timeout="3s")
         await engine.submit([t])
         q = await asyncio.wait_for(next_question(engine, t.id), 30)
@@ -124,7 +124,7 @@ async def test_review_reject_runs_again_with_the_comment_then_accept(
     store: Store, tmp_path: Path
 ) -> None:
     script = 'echo "draft ${TUI_REJECTION_COMMENT:-first}"'
-    async with Engine(store) as engine:
+    async with owned_engine(store) as engine:
         t = shell_task("essay", script, review=True)
         await engine.submit([t])
         await wait_state(engine, t.id, State.READY)

@@ -3,16 +3,18 @@ import random
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from tests.conftest import shell_task, wait_state
 from tests.engine.fake_agent import GatedAdapter
+from tui.engine import api
 from tui.engine.clock import FakeClock
 from tui.engine.events import Cursor, OutputBatch
-from tui.engine.procs import group_members
 from tui.engine.retry import retry_delay
 from tui.engine.scheduler import Engine, EngineBusy, EngineError
 from tui.model.states import State
 from tui.model.task import RetryConfig, Task
+from tui.procs.process import group_members
 from tui.store.db import Store
 
 
@@ -187,10 +189,11 @@ async def test_a_submission_can_ask_for_manual_approval_of_its_own_tasks(store: 
     agent = GatedAdapter()
     async with Engine(store, adapters={"claude": agent}) as engine:  # auto-approves
         gated, free = fake_task("gated"), fake_task("free")
-        ok, _ = await engine.dispatch(
-            "submit", {"tasks": [gated.model_dump(mode="json")], "approved": False}
+        # As it arrives over the socket: the JSON form of the typed message.
+        submit = api.parse_request(
+            {"op": "submit", "tasks": [gated.model_dump(mode="json")], "approved": False}
         )
-        assert ok
+        assert (await engine.handle(submit)).ids == [gated.id]
         await engine.submit([free])
         assert await next_started(agent) == "free"
         assert (await engine.get(gated.id)).state == State.PENDING  # type: ignore[union-attr]
@@ -199,8 +202,8 @@ async def test_a_submission_can_ask_for_manual_approval_of_its_own_tasks(store: 
         assert await next_started(agent) == "gated"
         agent.finish("gated")
         await engine.wait_settled([gated.id, free.id])
-        bad = await engine.dispatch("submit", {"tasks": [], "approved": "no"})
-        assert bad == (False, "malformed submit command: approved must be true, false or absent")
+        with pytest.raises(ValidationError, match="approved"):
+            api.parse_request({"op": "submit", "tasks": [], "approved": "no"})
 
 
 async def test_event_stream_replays_then_goes_live_without_gap_or_duplicate(
@@ -342,7 +345,7 @@ async def test_recovery_kills_orphans_and_retries(tmp_path: Path) -> None:
     import os
     import subprocess
 
-    from tui.engine.procs import proc_start_time
+    from tui.procs.process import proc_start_time
 
     path = tmp_path / "t.db"
     store = await Store.open(path)

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from mcp import Client, StdioServerParameters
-from tests.conftest import question, shell_task, wait_state
+from tests.conftest import owned_engine, question, shell_task, wait_state
 from tests.taskfile.conftest import write_taskfile
+from tui.agents.mcp_launch import TOOLS
 from tui.engine.scheduler import Engine
-from tui.mcp.launch import TOOLS
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Store
@@ -28,7 +28,7 @@ HOSTILE = ["two words", 'it\'s "quoted"', "$(touch pwned)", "`id`"]
 
 @pytest.fixture
 async def engine(store: Store) -> AsyncIterator[Engine]:
-    async with Engine(store, kill_grace=1.0) as e:
+    async with owned_engine(store, kill_grace=1.0) as e:
         yield e
 
 

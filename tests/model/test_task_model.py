@@ -4,8 +4,8 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
+from tui.model.agent_kinds import AGENT_TYPES
 from tui.model.task import (
-    AGENT_TYPES,
     AgentConfig,
     Backoff,
     PermissionMode,

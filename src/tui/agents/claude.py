@@ -15,7 +15,6 @@ import json
 import logging
 from typing import Any
 
-from tui.agents.base import RunContext, RunResult
 from tui.agents.claude_protocol import (
     PLAN_TOOL,
     QUESTION_TOOL,
@@ -44,25 +43,26 @@ from tui.agents.cli_process import (
     record_json_lines,
     run_cli,
 )
-from tui.engine.procs import Child
-from tui.mcp.launch import claude_mcp_config, claude_tool_rule, wanted
+from tui.agents.mcp_launch import claude_mcp_config, claude_tool_rule, wanted
+from tui.engine.adapter import RunContext, RunResult
+from tui.model.agent_kinds import KINDS
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
+from tui.procs.process import Child
 from tui.store.records import STDERR
 
 log = logging.getLogger(__name__)
 
-BIN_ENV = "TUI_CLAUDE_BIN"
-NOT_FOUND = (
-    "claude CLI not found: install with npm i -g @anthropic-ai/claude-code, or set TUI_CLAUDE_BIN"
-)
+KIND = KINDS["claude"]
+BIN_ENV = KIND.bin_env
+NOT_FOUND = KIND.not_found
 NO_SESSION = "No conversation found"  # what the CLI says when --resume names an unknown session
 
 
 class ClaudeAdapter:
-    type = "claude"
+    type = KIND.name
 
-    def __init__(self, bin: str = "claude", extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, bin: str = KIND.cli, extra_env: dict[str, str] | None = None) -> None:
         self.bin = bin
         self.extra_env = dict(extra_env or {})
 
@@ -78,26 +78,32 @@ class ClaudeAdapter:
         if spent := budget_spent(agent, ctx.cost_so_far):
             return spent
         files = read_context_files(agent, cwd)  # a missing file fails before anything starts
-        mcp = _mcp_args(ctx.env, agent)
+        mcp_config, mcp_tools = _mcp_args(ctx.env, agent)
         session = latest_session(ctx.previous_runs)
         if session:
             prompt = resume_prompt(ctx.previous_runs, ctx.rejection_comment, ctx.late_answers)
             talk = _Conversation(ctx, agent, cwd, env, plan=False)
-            result = await talk.run(build_argv(binary, agent, resume=session, **mcp), prompt)
+            result = await talk.run(
+                build_argv(
+                    binary, agent, resume=session, mcp_config=mcp_config, mcp_tools=mcp_tools
+                ),
+                prompt,
+            )
             if not talk.lost_session:
                 return result
             await ctx.output(STDERR, [f"[tui] session {session} is gone; starting afresh"])
         plan = plans_first(agent, resuming=False)
         talk = _Conversation(ctx, agent, cwd, env, plan=plan)
-        argv = build_argv(binary, agent, plan=plan, **mcp)
+        argv = build_argv(binary, agent, plan=plan, mcp_config=mcp_config, mcp_tools=mcp_tools)
         return await talk.run(argv, first_prompt(agent.instructions, files))
 
 
-def _mcp_args(run_env: dict[str, str], agent: AgentConfig) -> dict[str, str]:
-    """tui's MCP server for this run, its tools allowed outright (see `wanted`)."""
+def _mcp_args(run_env: dict[str, str], agent: AgentConfig) -> tuple[str, str]:
+    """(--mcp-config, --allowedTools rule): tui's MCP server for this run, its tools allowed
+    outright; both "" when the run gets none (see `wanted`)."""
     if not wanted(run_env, agent):
-        return {}
-    return {"mcp_config": claude_mcp_config(run_env, agent), "mcp_tools": claude_tool_rule()}
+        return "", ""
+    return claude_mcp_config(run_env, agent), claude_tool_rule()
 
 
 class _Conversation:
@@ -216,11 +222,11 @@ class _Conversation:
             request_id = str(msg.get("request_id") or "")
             task = asyncio.create_task(self.on_request(request_id, msg.get("request") or {}))
             self.handlers[request_id] = task
-            task.add_done_callback(lambda _t, rid=request_id: self.handlers.pop(rid, None))
+            task.add_done_callback(lambda _t: self.handlers.pop(request_id, None))
         elif kind == "control_cancel_request":
-            task = self.handlers.get(str(msg.get("request_id") or ""))
-            if task is not None:
-                task.cancel()
+            pending = self.handlers.get(str(msg.get("request_id") or ""))
+            if pending is not None:
+                pending.cancel()
         elif kind == "result":
             self.result_line = msg
             self.session_id = str(msg.get("session_id") or self.session_id)

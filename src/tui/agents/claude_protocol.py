@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tui.agents.base import AdapterError
+from tui.agents.cli_process import field_object
+from tui.engine.adapter import AdapterError
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
 from tui.store.records import QuestionRecord, RunRecord
@@ -365,7 +366,7 @@ def parse_result(line: dict[str, Any], max_budget: float = 0.0, spent: float = 0
 def _run_usage(line: dict[str, Any]) -> tuple[float, int, int]:
     per_model = line.get("model_usage_since_last_result")
     if isinstance(per_model, dict) and per_model:
-        cost = tin = tout = 0
+        cost, tin, tout = 0.0, 0, 0
         for u in per_model.values():
             if not isinstance(u, dict):
                 continue
@@ -374,8 +375,8 @@ def _run_usage(line: dict[str, Any]) -> tuple[float, int, int]:
             tin += int(u.get("cacheReadInputTokens") or 0)
             tin += int(u.get("cacheCreationInputTokens") or 0)
             tout += int(u.get("outputTokens") or 0)
-        return float(cost), tin, tout
-    usage = line.get("usage") if isinstance(line.get("usage"), dict) else {}
+        return cost, tin, tout
+    usage = field_object(line, "usage")
     tin = sum(
         int(usage.get(k) or 0)
         for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")

@@ -19,11 +19,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from tui.agents.base import AdapterError, RunContext, RunResult
-from tui.agents.lines import LineSplitter
-from tui.engine.procs import Child, PipeReader, spawn, terminate_group
+from tui.engine.adapter import AdapterError, RunContext, RunResult
 from tui.model.states import State
 from tui.model.task import AgentConfig
+from tui.procs.lines import LineSplitter
+from tui.procs.process import Child, PipeReader, spawn, terminate_group
 from tui.store.records import RAW, STDERR, STDOUT
 
 READ_CHUNK = 256 * 1024
@@ -143,6 +143,12 @@ def parse_json_line(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return msg if isinstance(msg, dict) else None
+
+
+def field_object(msg: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``msg[key]`` when it is a JSON object, else {} (a CLI's event may lack it or be odd)."""
+    value = msg.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _as_is(line: str) -> list[str]:

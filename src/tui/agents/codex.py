@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tui.agents.base import RunContext, RunResult
 from tui.agents.claude_protocol import (
     first_prompt,
     latest_session,
@@ -41,19 +40,22 @@ from tui.agents.codex_protocol import (
     see,
 )
 from tui.agents.gemini_protocol import Price, price_table, with_system_append
-from tui.mcp.launch import codex_config_args, wanted
+from tui.agents.mcp_launch import codex_config_args, wanted
+from tui.engine.adapter import RunContext, RunResult
+from tui.model.agent_kinds import KINDS
 from tui.store.records import STDERR
 
-BIN_ENV = "TUI_CODEX_BIN"
-NOT_FOUND = "codex CLI not found: install with npm i -g @openai/codex, or set TUI_CODEX_BIN"
+KIND = KINDS["codex"]
+BIN_ENV = KIND.bin_env
+NOT_FOUND = KIND.not_found
 
 
 class CodexAdapter:
-    type = "codex"
+    type = KIND.name
 
     def __init__(
         self,
-        bin: str = "codex",
+        bin: str = KIND.cli,
         extra_env: dict[str, str] | None = None,
         extra_args: list[str] | None = None,
         prices: Mapping[str, Price] | None = None,

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.agents.base import AdapterError
 from tui.agents.claude_protocol import describe_result
-from tui.agents.cli_process import describe_exit
+from tui.agents.cli_process import describe_exit, field_object
 from tui.agents.gemini_protocol import Price, price_for
+from tui.engine.adapter import AdapterError
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
 from tui.store.records import RunRecord
@@ -112,7 +112,7 @@ class Usage:
 
     @staticmethod
     def of(line: dict[str, Any]) -> Usage:
-        u = line.get("usage") if isinstance(line.get("usage"), dict) else {}
+        u = field_object(line, "usage")
         return Usage(
             _int(u.get("input_tokens")),
             _int(u.get("cached_input_tokens")),
@@ -236,7 +236,7 @@ class Renderer:
         if kind == "thread.started":
             return [f"[codex] thread {msg.get('thread_id', '')}"]
         if kind in ("item.started", "item.updated", "item.completed"):
-            item = msg.get("item") if isinstance(msg.get("item"), dict) else {}
+            item = field_object(msg, "item")
             return self.item(str(kind), item)
         if kind == "turn.completed":
             u = Usage.of(msg)
@@ -245,7 +245,7 @@ class Renderer:
                 f"({u.cached_in} cached), {u.tokens_out} out"
             ]
         if kind == "turn.failed":
-            err = msg.get("error") if isinstance(msg.get("error"), dict) else {}
+            err = field_object(msg, "error")
             return [f"[codex] failed: {_clip(error_text(err.get('message')))}"]
         if kind == "error":
             return [f"[codex] error: {_clip(error_text(msg.get('message')))}"]
@@ -320,13 +320,13 @@ def see(tally: Tally, msg: dict[str, Any]) -> None:
     if kind == "thread.started":
         tally.thread_id = str(msg.get("thread_id") or tally.thread_id)
     elif kind == "item.completed":
-        item = msg.get("item") if isinstance(msg.get("item"), dict) else {}
+        item = field_object(msg, "item")
         if item.get("type") == "agent_message":
             tally.last_message = str(item.get("text") or "")
     elif kind == "turn.completed":
         tally.completed = Usage.of(msg)
     elif kind == "turn.failed":
-        err = msg.get("error") if isinstance(msg.get("error"), dict) else {}
+        err = field_object(msg, "error")
         tally.failed = str(err.get("message") or "turn failed")
     elif kind == "error":
         tally.errors.append(str(msg.get("message") or ""))

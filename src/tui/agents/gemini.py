@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tui.agents.base import RunContext, RunResult
 from tui.agents.claude_protocol import (
     first_prompt,
     latest_session,
@@ -38,19 +37,22 @@ from tui.agents.gemini_protocol import (
     price_table,
     with_system_append,
 )
-from tui.mcp.launch import gemini_home, wanted
+from tui.agents.mcp_launch import gemini_home, wanted
+from tui.engine.adapter import RunContext, RunResult
+from tui.model.agent_kinds import KINDS
 from tui.store.records import STDERR, STDOUT
 
-BIN_ENV = "TUI_GEMINI_BIN"
-NOT_FOUND = "gemini CLI not found: install with npm i -g @google/gemini-cli, or set TUI_GEMINI_BIN"
+KIND = KINDS["gemini"]
+BIN_ENV = KIND.bin_env
+NOT_FOUND = KIND.not_found
 
 
 class GeminiAdapter:
-    type = "gemini"
+    type = KIND.name
 
     def __init__(
         self,
-        bin: str = "gemini",
+        bin: str = KIND.cli,
         extra_env: dict[str, str] | None = None,
         prices: Mapping[str, Price] | None = None,
     ) -> None:

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.agents.base import AdapterError
 from tui.agents.claude_protocol import describe_result, short_input
 from tui.agents.cli_process import describe_exit as exit_text
+from tui.agents.cli_process import field_object
+from tui.engine.adapter import AdapterError
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
 
@@ -316,7 +317,7 @@ class Renderer:
             out.append(f"→ {name}: {arg}" if arg else f"→ {name}")
         elif kind == "tool_result":
             if msg.get("status") == "error":
-                err = msg.get("error") if isinstance(msg.get("error"), dict) else {}
+                err = field_object(msg, "error")
                 text = str(err.get("message") or msg.get("output") or "")
                 out.append(describe_result(text, is_error=True))
             else:
@@ -326,7 +327,7 @@ class Renderer:
             severity = str(msg.get("severity") or "error")
             out.append(f"[gemini] {severity}: {_clip(str(msg.get('message') or ''))}")
         elif kind == "result":
-            stats = msg.get("stats") if isinstance(msg.get("stats"), dict) else {}
+            stats = field_object(msg, "stats")
             if msg.get("status") == "success":
                 out.append(
                     f"[gemini] done · {stats.get('tool_calls', 0)} tool calls · "
@@ -334,7 +335,7 @@ class Renderer:
                     f"{stats.get('output_tokens', 0)} out"
                 )
             else:
-                err = msg.get("error") if isinstance(msg.get("error"), dict) else {}
+                err = field_object(msg, "error")
                 out.append(f"[gemini] error: {_clip(str(err.get('message') or 'unknown'))}")
         return out
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tui.agents.base import RunContext, RunResult
 from tui.agents.cli_process import project_dir, run_plain
+from tui.engine.adapter import RunContext, RunResult
 from tui.model.states import State
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tui.agents.base import AdapterError, RunContext, RunResult
 from tui.agents.cli_process import describe_exit, project_dir, run_plain
+from tui.engine.adapter import AdapterError, RunContext, RunResult
 from tui.model.states import State
 from tui.taskfile import TaskfileError, check_task, find_taskfile, run_argv, task_binary
 

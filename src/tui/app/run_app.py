@@ -1,9 +1,12 @@
-"""Start the app on an in-process engine (the daemon will later own the engine instead)."""
+"""Start the app on an in-process engine (`tui --foreground`): the engine stops with the app."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tui.daemon.lifecycle import serving
+from tui.daemon.paths import daemon_paths
+from tui.daemon.service import daemon_lock
 from tui.engine.scheduler import Engine
 from tui.model.task import Task
 from tui.store.db import Store
@@ -20,11 +23,17 @@ async def run_app(
     from tui.app.tui_app import TuiApp
 
     engine = Engine(store, concurrency=concurrency, shell=shell)
-    await engine.start()
-    try:
-        if tasks:
-            await engine.submit(list(tasks))
-        app = TuiApp(engine, fit_terminal_colors=True)
-        await app.run_async(mouse=mouse)
-    finally:
-        await engine.stop()
+    with daemon_lock(daemon_paths(store.path)):
+        await engine.start()
+        try:
+            # The app owns the database: it serves its socket as the daemon would, so `tui run`,
+            # `tui ask` and the other commands reach this engine the one way they always do.
+            app = TuiApp(engine, fit_terminal_colors=True)
+            async with serving(
+                engine, app.exit, foreground=True, reason="the app that owned the database quit"
+            ):
+                if tasks:
+                    await engine.submit(list(tasks))
+                await app.run_async(mouse=mouse)
+        finally:
+            await engine.stop()

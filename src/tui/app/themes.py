@@ -191,10 +191,10 @@ def load_theme_file(path: str | os.PathLike[str]) -> Theme:
         if key in data and not 0 <= data[key] <= 1:
             raise fail(f"{key!r} must be between 0 and 1, got {data[key]!r}")
 
-    colors: dict[str, Any] = data.get("colors")
+    colors: dict[str, Any] | None = data.get("colors")
     if colors is None:
         raise fail("missing [colors] table")
-    parsed: dict[str, str] = {}
+    parsed: dict[str, Any] = {}  # Theme keyword arguments (colors)
     for key, value in colors.items():
         if key not in COLOR_KEYS:
             raise fail(f"unknown colour [colors].{key}{_did_you_mean(key, COLOR_KEYS)}")

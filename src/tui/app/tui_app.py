@@ -627,7 +627,7 @@ class TuiApp(App[None]):
 
     async def action_quit(self) -> None:
         unfinished = sum(not r.settled for r in self._list.records.values())
-        if unfinished and not isinstance(self.engine, Engine):
+        if unfinished and getattr(self.engine, "detached", False):
             # Say so on the way out: nothing stops, and it is not obvious that nothing does.
             what = "task goes" if unfinished == 1 else "tasks go"
             self.exit(

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -87,6 +88,35 @@ def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
         reason = f"  {ev.reason}" if ev.reason else ""
         line = f"{stamp} {name:<24} {frm:>15} → {ev.to_state:<15}{reason}"
     _lines.add(line)
+
+
+def print_question(ev: EventRecord, name: str) -> None:
+    """A question a task raised (a ``question`` journal event), and the command that answers
+    it: someone watching `tui run` can answer from another shell without looking it up."""
+    data = ev.data
+    ref = str(data.get("question_id", ""))[:8]
+    kind = data.get("kind", "question")
+    payload = data.get("payload") or {}
+    stamp = time.strftime("%H:%M:%S", time.localtime(ev.at))
+    if kind == "review":
+        _lines.add(f"{stamp} {name:<24} waits for review")
+        task = shlex.quote(name)
+        _lines.add(f"    accept: tui accept {task}   reject: tui reject {task} --comment TEXT")
+        return
+    if kind == "approval":
+        what = f"{payload.get('tool', 'a tool')}: {payload.get('summary', '')}".rstrip(": ")
+        _lines.add(f"{stamp} {name:<24} asks to run {what}")
+        _lines.add(f"    allow: tui answer {ref}   deny: tui answer {ref} --deny MESSAGE")
+        return
+    items = payload.get("questions") or [{}]
+    for item in items:
+        _lines.add(f"{stamp} {name:<24} asks: {item.get('question', '')}")
+        options = [o.get("label", "") for o in item.get("options", [])]
+        if options:
+            listed = "  ".join(f"{i}. {label}" for i, label in enumerate(options, start=1))
+            _lines.add(f"    {listed}")
+    answers = " ".join("ANSWER" for _ in items)
+    _lines.add(f"    answer: tui answer {ref} {answers}  (option numbers or labels, or text)")
 
 
 class _LineBatch:

@@ -1,11 +1,12 @@
-"""`tui cancel | retry | approve ID`: through the live engine if one runs, else on the store."""
+"""`tui cancel | retry | approve ID`: through the engine that owns the database, else on the
+store through the same handlers."""
 
 from __future__ import annotations
 
 import argparse
 
 from tui.cli.common import open_store
-from tui.engine.client import connected
+from tui.daemon.lifecycle import connected
 
 
 async def cmd_control(args: argparse.Namespace) -> int:

@@ -42,13 +42,28 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
         running = await lifecycle.attach(db)
         if running is not None:
             await running.aclose()
+            if running.foreground:
+                err(
+                    f"a `tui run` (pid {running.pid}) owns {db} in the foreground; "
+                    "the daemon can start when it ends"
+                )
+                return 1
             print(f"tui daemon already running (pid {running.pid})")
             return 0
-        remote = await lifecycle.ensure(db, concurrency=args.concurrency, shell=args.shell)
-        await remote.aclose()
-        print(f"tui daemon started (pid {remote.pid}, socket {remote.paths.socket})")
+        started = await lifecycle.ensure(db, concurrency=args.concurrency, shell=args.shell)
+        await started.aclose()
+        print(f"tui daemon started (pid {started.pid}, socket {started.paths.socket})")
         return 0
     if args.daemon_command == "stop":
+        owner = await lifecycle.attach(db)
+        if owner is not None:
+            await owner.aclose()
+            if owner.foreground:
+                err(
+                    f"no tui daemon runs {db}: a `tui run` or app (pid {owner.pid}) owns it "
+                    "in the foreground; stop that one where it runs"
+                )
+                return 1
         pid = await lifecycle.stop(db)
         if pid is None:
             print("no tui daemon running")
@@ -63,7 +78,7 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
             print(f"no tui daemon running for {db}")
         return 3  # like `systemctl status`: not running
     try:
-        status = await remote.status()
+        status = (await remote.status()).model_dump()
     finally:
         await remote.aclose()
     if args.json:
@@ -77,9 +92,10 @@ def _human(s: dict[str, Any]) -> str:
     running = s["running_tasks"]
     names = ", ".join(r["name"] for r in running[:5]) + (" …" if len(running) > 5 else "")
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s["started_at"]))
+    who = "tui (foreground `tui run` or app)" if s.get("foreground") else "tui daemon"
     return "\n".join(
         [
-            f"tui daemon: running (pid {s['pid']}), up {_duration(s['uptime'])} since {started}",
+            f"{who}: running (pid {s['pid']}), up {_duration(s['uptime'])} since {started}",
             f"  database: {s['db']}",
             f"  socket:   {s['socket']}",
             f"  log:      {s['log']}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -77,10 +78,10 @@ async def check_config(setup: Setup, report: Report) -> None:
 
 
 async def check_agents(setup: Setup, report: Report) -> None:
-    from tui.agents.base import AdapterError
     from tui.agents.cli_process import find_cli
     from tui.config.schema import DEFAULT_SHELL
-    from tui.config.templates import bin_env, not_found_hint
+    from tui.engine.adapter import AdapterError
+    from tui.model.agent_kinds import DEFAULT_TYPE, KINDS
 
     config = setup.config
     if config is None:
@@ -88,14 +89,15 @@ async def check_agents(setup: Setup, report: Report) -> None:
     names = list(config.agents)
     used = [t.model.agent for t in config.tasks.values()] + [config.settings.default_agent]
     names += [n for n in used if n and n not in names]
-    if not names:  # templates run on claude when nothing else is said
-        names = ["claude"]
+    if not names:  # templates run on the default agent when nothing else is said
+        names = [DEFAULT_TYPE]
     for name in names:
         item = config.agent(name)
         if item is None:
             continue
         agent = item.model
-        if agent.type == "shell":
+        kind = KINDS[agent.type]
+        if not kind.cli:  # a shell agent: its script runs in the configured shell
             shell = config.settings.shell or DEFAULT_SHELL
             found = shutil.which(shell)
             if found:
@@ -105,26 +107,27 @@ async def check_agents(setup: Setup, report: Report) -> None:
             continue
         env = {**os.environ, **agent.env}
         if agent.bin:
-            env[bin_env(agent.type)] = agent.bin
+            env[kind.bin_env] = agent.bin
         try:
-            binary = find_cli(env, bin_env(agent.type), agent.type, not_found_hint(agent.type))
+            binary = find_cli(env, kind.bin_env, kind.cli, kind.not_found)
         except AdapterError as e:
             report.add("error", f"agent {name}", f"{e} (or bin = in [agents.{name}])")
             continue
-        report.add(*await _version(f"agent {name}", binary))
+        report.add(*await _version(f"agent {name}", [binary, *kind.version_args]))
 
 
-async def _version(subject: str, binary: str) -> tuple[Level, str, str]:
+async def _version(subject: str, argv: list[str]) -> tuple[Level, str, str]:
     from tui.config.commands import run_argv
 
+    binary = argv[0]
     try:
-        result = await run_argv([binary, "--version"], timeout=VERSION_TIMEOUT)
+        result = await run_argv(argv, timeout=VERSION_TIMEOUT)
     except OSError as e:
         return "error", subject, f"{binary}: cannot run: {e.strerror}"
     said = next((ln.strip() for ln in result.output.splitlines() if ln.strip()), "")
     if result.exit_code != 0:
         how = "timed out" if result.exit_code is None else f"exit {result.exit_code}"
-        return "error", subject, f"{binary} --version failed ({how}) {said}".rstrip()
+        return "error", subject, f"{shlex.join(argv)} failed ({how}) {said}".rstrip()
     return "ok", subject, f"{binary} {said}".rstrip()
 
 

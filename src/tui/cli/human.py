@@ -8,11 +8,13 @@ import asyncio
 import json
 import os
 import signal
+from pathlib import Path
 from typing import Any
 
 from tui.cli.common import err, open_store
-from tui.engine.asking import answer_values, ask_person, question_payload
-from tui.engine.client import connected
+from tui.daemon.asking import ask_person
+from tui.daemon.lifecycle import connected
+from tui.engine.asking import answer_values, question_payload
 from tui.engine.scheduler import EngineError
 from tui.model.duration import parse_duration
 from tui.store.db import Store, StoreError
@@ -36,18 +38,17 @@ async def cmd_ask(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, cancelled.set)
     payload = question_payload(args.question, args.option or [], args.multi)
-    async with open_store(db) as store:
-        try:
-            q = await ask_person(
-                store, task_id, int(run_id), payload, timeout=timeout, stop=cancelled
-            )
-        except EngineError as e:
-            err(str(e))
-            return 2
-    if cancelled.is_set():
+    try:
+        q = await ask_person(
+            Path(db), task_id, int(run_id), payload, timeout=timeout, stop=cancelled
+        )
+    except EngineError as e:
+        err(str(e))
+        return 2
+    if q is None or cancelled.is_set():
         err("the task was cancelled while waiting for an answer")
         return 143
-    if q is None:
+    if q.status == "expired" and timeout:
         err(f"no answer within {args.timeout}")
         return 3
     values = answer_values(q, args.question)

@@ -1,19 +1,21 @@
-"""`tui ls` and `tui logs`: read the store directly, so they work beside a running engine."""
+"""`tui ls` and `tui logs`: read the store directly, so they work beside a running engine;
+`tui logs -f` then follows the engine's event stream."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 
 from tui.cli.common import err, open_store
+from tui.daemon.lifecycle import attach, ensure
+from tui.daemon.remote import DaemonStopped, RemoteEngine
+from tui.engine import api
+from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.model.duration import format_duration
 from tui.model.states import State
 from tui.store.db import Store
-from tui.store.records import STDERR, STDOUT, TaskRecord
-
-FOLLOW_POLL = 0.1  # seconds between looks for new lines while following
+from tui.store.records import STDERR, STDOUT, OutputLine, TaskRecord
 
 
 async def cmd_ls(args: argparse.Namespace) -> int:
@@ -58,24 +60,54 @@ async def cmd_logs(args: argparse.Namespace) -> int:
         task_id = await store.resolve(args.task)
         if args.raw:
             return await _print_raw(store, task_id)
+        events_seen = (await store.cursor())[0]  # before the state is read: nothing missed
         after = 0
-        while True:
-            lines = await store.read_output(task_id, after_id=after, stream=stream)
-            for ln in lines:
-                sys.stdout.write(ln.text + "\n")
-            if lines:
-                after = lines[-1].id
-                sys.stdout.flush()
-                continue
-            if not args.follow:
-                return 0
-            rec = await store.get_task(task_id)
-            if rec is None or rec.settled:
-                # One more read: lines committed just before the final state.
-                if not await store.read_output(task_id, after_id=after, stream=stream):
-                    return 0
-                continue
-            await asyncio.sleep(FOLLOW_POLL)
+        while lines := await store.read_output(task_id, after_id=after, stream=stream):
+            _write(lines)
+            after = lines[-1].id
+        rec = await store.get_task(task_id)
+        if not args.follow or rec is None or rec.settled:
+            return 0
+        # Following: what is stored is out; the rest comes from the engine's event stream
+        # (started if none runs: nothing else would move the task on).
+        remote = await attach(store.path) or await ensure(store.path)
+    try:
+        return await _follow_output(remote, task_id, stream, Cursor(events_seen, after))
+    except DaemonStopped:
+        if remote.foreground:  # its owner ended after finishing it, every line sent first
+            return 0
+        raise
+    finally:
+        await remote.aclose()
+
+
+async def _follow_output(
+    remote: RemoteEngine, task_id: str, stream: int | None, since: Cursor
+) -> int:
+    """The task's lines after ``since`` until it is settled and every line stored before that
+    has been printed."""
+    last = since
+    upto: Cursor | None = None
+    async for item in remote.events(last):
+        if isinstance(item, Notice):
+            err(item.text)
+            continue
+        last = advance(last, item)
+        if isinstance(item, OutputBatch):
+            _write([ln for ln in item.lines_of(task_id) if stream is None or ln.stream == stream])
+        elif upto is None and item.task_id == task_id and item.to_state is not None:
+            reply = await remote.send(api.GetMany(task_ids=[task_id]))
+            if all(r.settled for r in reply.tasks):
+                upto = Cursor(*reply.cursor)
+        if upto is not None and last.event_id >= upto.event_id and last.output_id >= upto.output_id:
+            return 0
+    return 0
+
+
+def _write(lines: list[OutputLine]) -> None:
+    if lines:
+        sys.stdout.write("".join(ln.text + "\n" for ln in lines))
+        sys.stdout.flush()
 
 
 async def _print_raw(store: Store, task_id: str) -> int:

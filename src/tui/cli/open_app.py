@@ -6,10 +6,17 @@ import argparse
 import os
 import sys
 
-from tui.cli.common import db_path, engine_settings, err, ignored_settings, open_store
+from tui.cli.common import (
+    DAEMON_SETTINGS,
+    db_path,
+    engine_settings,
+    err,
+    ignored_settings,
+    open_store,
+)
 from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
-from tui.engine.client import live_engine_pid
+from tui.engine.scheduler import live_engine_pid
 from tui.model.loader import load_task_files
 from tui.model.task import Task
 
@@ -25,23 +32,19 @@ async def cmd_open(args: argparse.Namespace) -> int:
         return await _open_here(args)
     db = db_path(args.db)
     async with open_store(args.db) as store:
-        pid = await live_engine_pid(store)
         tasks = _load(args, await store.all_ids())
         if not await go_ahead(store, tasks, force=args.force):
             return 1
-    # An engine runs: the daemon (attach to it) or a foreground `tui run` (nothing to attach to).
-    remote = await attach(db) if pid is not None else None
-    if pid is not None and remote is None:
-        err(
-            f"a `tui run` (pid {pid}) is scheduling {db} in the foreground; "
-            "watch it with `tui ls` / `tui logs -f`, or stop it and run `tui`"
-        )
-        return 1
+    # Whoever owns the database serves its socket: the daemon, or a foreground `tui run`.
+    remote = await attach(db)
     notices: list[str] = []
     if remote is None:
         remote = await ensure(db, concurrency=args.concurrency, shell=args.shell)
-    elif ignored := ignored_settings(args, f"the tui daemon (pid {remote.pid})"):
-        notices.append(ignored)
+    else:
+        owner = f"the `tui run` (pid {remote.pid})" if remote.foreground else None
+        change = "until that `tui run` ends" if owner else DAEMON_SETTINGS
+        if ignored := ignored_settings(args, owner or f"the tui daemon (pid {remote.pid})", change):
+            notices.append(ignored)
     try:
         if tasks:
             await remote.submit(tasks)

@@ -10,25 +10,29 @@ import sys
 from collections.abc import Sequence
 
 from tui.cli.common import (
+    DAEMON_SETTINGS,
     engine_settings,
     err,
     flush_transitions,
     ignored_settings,
     open_store,
+    print_question,
     print_transition,
 )
 from tui.cli.duplicates import go_ahead
-from tui.daemon.lifecycle import attach
-from tui.daemon.remote import RemoteEngine
-from tui.engine.client import InboxClient, live_engine_pid
-from tui.engine.events import Cursor, Notice, OutputBatch
-from tui.engine.scheduler import Engine
+from tui.daemon.lifecycle import attach, serving
+from tui.daemon.paths import daemon_paths
+from tui.daemon.remote import DaemonStopped, RemoteEngine
+from tui.daemon.service import DaemonRunning, daemon_lock
+from tui.engine import api
+from tui.engine.events import Cursor, Notice, OutputBatch, advance
+from tui.engine.scheduler import Engine, live_engine_pid
 from tui.model.issues import Issue
 from tui.model.loader import load_task_files
 from tui.model.states import ENDED, State
 from tui.model.task import Task
 from tui.store.db import Store
-from tui.store.records import TaskRecord
+from tui.store.records import EventRecord, TaskRecord
 
 
 def _print_warnings(warnings: list[Issue]) -> None:
@@ -66,35 +70,51 @@ async def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -> int:
-    """Run ``tasks`` (and what the database left unfinished) until final: here, or through the
-    engine another process (the daemon, a `tui run`) runs on this database. ``args``:
-    concurrency, shell, manual_approve, json."""
+    """Run ``tasks`` (and what the database left unfinished) until final: here, serving the
+    database's socket as the daemon does, or through whoever already serves it (the daemon, a
+    foreground `tui run`). ``args``: concurrency, shell, manual_approve, json."""
     # New tasks wait for `tui approve` with --manual-approve, whoever runs them.
     approved = False if args.manual_approve else None
     remote = await attach(store.path)
     if remote is not None:
         try:
-            if ignored := ignored_settings(args, f"the tui daemon (pid {remote.pid})"):
+            owner = _owner(remote)
+            change = "until that `tui run` ends" if remote.foreground else DAEMON_SETTINGS
+            if ignored := ignored_settings(args, owner, change):
                 err(ignored)
-            return await _run_via_daemon(remote, tasks, args.json, approved)
+            return await _run_via_server(store, remote, tasks, args.json, approved)
         finally:
             await remote.aclose()
     pid = await live_engine_pid(store)
     if pid is not None:
-        if ignored := ignored_settings(
-            args, f"the engine already running (pid {pid})", "until that `tui run` ends"
-        ):
-            err(ignored)
-        return await _run_via_engine(store, pid, tasks, args.json, approved)
+        err(
+            f"a tui engine (pid {pid}) runs {store.path} but serves no socket this tui can "
+            "reach (an older tui?); stop it, then try again"
+        )
+        return 1
     concurrency, shell = engine_settings(args)
     engine = Engine(
         store, concurrency=concurrency, auto_approve=not args.manual_approve, shell=shell
     )
-    return await _run_here(engine, tasks, args.json)
+    try:
+        with daemon_lock(daemon_paths(store.path)):
+            return await _run_here(engine, tasks, args.json)
+    except DaemonRunning as e:  # a daemon started meanwhile: hand the tasks to it instead
+        err(str(e))
+        return 1
+
+
+def _owner(remote: RemoteEngine) -> str:
+    return (
+        f"the `tui run` (pid {remote.pid}) that owns the database"
+        if remote.foreground
+        else f"the tui daemon (pid {remote.pid})"
+    )
 
 
 async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
-    """Schedule in this process until every task in scope is final."""
+    """Schedule in this process until every task in scope is final, and every task another
+    client handed over meanwhile too (they were accepted: they are not dropped)."""
     store = engine.store
     since = await store.cursor()
     await engine.start()
@@ -103,20 +123,27 @@ async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
     printer = None
+    interrupted = False
     try:
-        printer = asyncio.create_task(_print_events(engine, Cursor(*since), as_json))
-        ids = await engine.submit(tasks) if tasks else []
-        scope = set(ids) | set(engine.unsettled_ids())
-        if not scope:
-            what = "every stored task is final" if engine.has_tasks else "the database is empty"
-            print(f"nothing to run: {what}", file=sys.stderr)
-            return 0
-        done = asyncio.create_task(engine.wait_settled(scope))
-        stopped = asyncio.create_task(stop.wait())
-        await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        interrupted = stopped.done()
-        done.cancel()
-        stopped.cancel()
+        async with serving(
+            engine, stop.set, foreground=True, reason="the `tui run` that owned the database ended"
+        ):
+            printer = asyncio.create_task(_print_events(engine, Cursor(*since), as_json))
+            ids = await engine.submit(tasks) if tasks else []
+            scope = set(ids) | set(engine.unsettled_ids())
+            if not scope:
+                what = "every stored task is final" if engine.has_tasks else "the database is empty"
+                print(f"nothing to run: {what}", file=sys.stderr)
+                return 0
+            waiting = set(scope)
+            while waiting and not interrupted:
+                done = asyncio.create_task(engine.wait_settled(waiting))
+                stopped = asyncio.create_task(stop.wait())
+                await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                interrupted = stopped.done()
+                done.cancel()
+                stopped.cancel()
+                waiting = set(engine.unsettled_ids())  # what others handed over meanwhile
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
@@ -135,14 +162,22 @@ async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
 async def _print_events(engine: Engine, since: Cursor, as_json: bool) -> None:
     names: dict[str, str] = {}
     async for ev in engine.events(since):
-        if isinstance(ev, OutputBatch) or ev.to_state is None:
+        if isinstance(ev, OutputBatch):
             continue
         if ev.task_id not in names:
             rec = await engine.get(ev.task_id) or await engine.store.get_task(ev.task_id)
             if rec is None:
                 continue
             names[ev.task_id] = rec.name
-        print_transition(ev, names[ev.task_id], as_json)
+        _print_event(ev, names[ev.task_id], as_json)
+
+
+def _print_event(ev: EventRecord, name: str, as_json: bool) -> None:
+    """A transition line; for a question, what it asks and the command that answers it."""
+    if ev.to_state is not None:
+        print_transition(ev, name, as_json)
+    elif ev.kind == "question" and not as_json:
+        print_question(ev, name)
 
 
 def _summary(records: Sequence[TaskRecord | None]) -> int:
@@ -158,15 +193,15 @@ def _summary(records: Sequence[TaskRecord | None]) -> int:
     return 0 if ok else 1
 
 
-async def _run_via_daemon(
-    remote: RemoteEngine, tasks: list[Task], as_json: bool, approved: bool | None
+async def _run_via_server(
+    store: Store, remote: RemoteEngine, tasks: list[Task], as_json: bool, approved: bool | None
 ) -> int:
-    """The daemon schedules this database: hand it the tasks and follow them to the end.
-    Ctrl-C only stops watching; the daemon keeps running them."""
+    """Another process owns the database: hand it the tasks and follow them to the end.
+    Ctrl-C only stops watching; the owner keeps running them."""
     since = remote.cursor
     if tasks:
         scope = set(await remote.submit(tasks, approved))
-        err(f"submitted {len(scope)} task(s) to the tui daemon (pid {remote.pid})")
+        err(f"submitted {len(scope)} task(s) to {_owner(remote)}")
     else:
         scope = {r.id for r in await remote.list_tasks() if not r.settled}
     records = await remote.get_many(scope)
@@ -177,7 +212,7 @@ async def _run_via_daemon(
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, stop.set)
-    follow = asyncio.create_task(_follow(remote, since, scope, names, as_json))
+    follow = asyncio.create_task(_follow(store, remote, since, scope, names, as_json))
     stopped = asyncio.create_task(stop.wait())
     try:
         await asyncio.wait({follow, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -186,51 +221,51 @@ async def _run_via_daemon(
         stopped.cancel()
         follow.cancel()
     if not follow.done() or follow.cancelled():
-        err("stopped watching; the daemon keeps running the tasks (`tui` or `tui ls` shows them)")
+        err("stopped watching; the tasks go on (`tui` or `tui ls` shows them)")
         return 130
     return _summary(follow.result())
 
 
 async def _follow(
+    store: Store,
+    remote: RemoteEngine,
+    since: Cursor,
+    scope: set[str],
+    names: dict[str, str],
+    as_json: bool,
+) -> list[TaskRecord]:
+    """Print the scope's transitions, each once and in order, until every task in it is
+    settled and every event that led there has been printed (across daemon restarts: the
+    stream resumes where it was). A foreground owner that ends has finished what it accepted
+    and sent every event first: the store then holds the outcome."""
+    try:
+        return await _follow_stream(remote, since, scope, names, as_json)
+    except DaemonStopped:
+        if not remote.foreground:
+            raise
+        records = [r for r in [await store.get_task(i) for i in sorted(scope)] if r is not None]
+        if len(records) == len(scope) and all(r.settled for r in records):
+            return records
+        raise
+
+
+async def _follow_stream(
     remote: RemoteEngine, since: Cursor, scope: set[str], names: dict[str, str], as_json: bool
 ) -> list[TaskRecord]:
-    """Print the scope's transitions until every task in it is settled."""
+    last = since
+    upto: Cursor | None = None  # once all are settled: the stream position that shows it
+    records: list[TaskRecord] = []
     async for ev in remote.events(since):
         if isinstance(ev, Notice):
             err(ev.text)
             continue
-        if isinstance(ev, OutputBatch) or ev.to_state is None or ev.task_id not in scope:
-            continue
-        print_transition(ev, names[ev.task_id], as_json)
-        if State(ev.to_state) not in ENDED:
-            continue  # the records may be further on already: print every transition first
-        records = await remote.get_many(scope)
-        if all(r.settled for r in records):
+        last = advance(last, ev)
+        if not isinstance(ev, OutputBatch) and ev.task_id in scope:
+            _print_event(ev, names[ev.task_id], as_json)
+            if upto is None and ev.to_state is not None and State(ev.to_state) in ENDED:
+                reply = await remote.send(api.GetMany(task_ids=sorted(scope)))
+                if all(r.settled for r in reply.tasks):
+                    records, upto = reply.tasks, Cursor(*reply.cursor)
+        if upto is not None and last.event_id >= upto.event_id:
             return records
-    return []
-
-
-async def _run_via_engine(
-    store: Store, pid: int, tasks: list[Task], as_json: bool, approved: bool | None
-) -> int:
-    """Another process schedules this database: hand it the tasks and watch them finish."""
-    if not tasks:
-        err(
-            f"an engine (pid {pid}) is already running tasks from {store.path}; "
-            "follow it with `tui ls` / `tui logs -f`"
-        )
-        return 1
-    client = InboxClient(store, pid)
-    since = (await store.cursor())[0]
-    ids = set(await client.submit(tasks, approved))
-    print(f"submitted {len(ids)} task(s) to the engine (pid {pid})", file=sys.stderr)
-    names = {t.id: t.name for t in tasks}
-    while True:
-        for ev in await store.read_events(since):
-            since = ev.id
-            if ev.task_id in ids and ev.to_state is not None:
-                print_transition(ev, names[ev.task_id], as_json)
-        records = [await store.get_task(i) for i in ids]
-        if all(r is not None and r.settled for r in records):
-            return _summary(records)
-        await asyncio.sleep(0.2)  # the engine lives in another process: poll the journal
+    return records

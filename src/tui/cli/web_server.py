@@ -16,7 +16,7 @@ from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from tui.engine.procs import terminate_group
+from tui.procs.process import terminate_group
 
 QUIT_GRACE = 5.0  # seconds a tab's app gets to quit by itself before its group is killed
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})

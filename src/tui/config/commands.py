@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from tui.engine.procs import terminate_group
+from tui.procs.process import terminate_group
 
 
 @dataclass(frozen=True)

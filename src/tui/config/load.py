@@ -32,6 +32,7 @@ from tui.config.schema import (
     TaskTemplate,
 )
 from tui.config.xml_templates import read_xml_template, template_files
+from tui.model.agent_kinds import BUILTIN_AGENTS
 from tui.model.error_text import human_error
 from tui.model.issues import Issue, TaskFileError
 from tui.model.suggest import did_you_mean
@@ -39,7 +40,6 @@ from tui.model.task import Task
 
 M = TypeVar("M", bound=BaseModel)
 Scope = Literal["global", "local"]
-BUILTIN_AGENTS = ("claude", "gemini", "codex")  # usable by name without an [agents.X] table
 
 
 class ConfigError(TaskFileError):
@@ -172,7 +172,7 @@ def _model_issues(
 
 def _relative(err: ErrorDetails) -> ErrorDetails:
     """human_error words messages by field path; a model-level error has none."""
-    return err if err["loc"] else {**err, "loc": ()}  # type: ignore[typeddict-item]
+    return err if err["loc"] else {**err, "loc": ()}
 
 
 def _settings(origin: Origin, raw: Any, issues: list[Issue]) -> Settings | None:

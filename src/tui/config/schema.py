@@ -7,14 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tui.model.agent_kinds import CONFIG_TYPES, KINDS
+from tui.model.choices import one_of
 from tui.model.duration import parse_duration
 from tui.model.secrets import refuse_secrets
-from tui.model.task import AgentConfig, _one_of
+from tui.model.task import AgentConfig
 from tui.model.variables import Variable
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_FIX = "use lower-case letters, digits and single dashes, e.g. `code-review`"
-AGENT_KINDS = ("claude", "gemini", "codex", "shell")
 NOTIFY_MODES = ("auto", "off", "osc9", "osc777")
 DEFAULT_CONCURRENCY = 4
 DEFAULT_SHELL = "bash"
@@ -49,7 +50,7 @@ class Settings(_Model):
     @field_validator("notifications", mode="before")
     @classmethod
     def _check_notify(cls, value: Any) -> Any:
-        return _one_of("notifications", value, NOTIFY_MODES, optional=True)
+        return one_of("notifications", value, NOTIFY_MODES, optional=True)
 
 
 class AgentDef(_Model):
@@ -70,7 +71,7 @@ class AgentDef(_Model):
     @field_validator("type", mode="before")
     @classmethod
     def _check_type(cls, value: Any) -> Any:
-        return _one_of("type", value, AGENT_KINDS, optional=False)
+        return one_of("type", value, CONFIG_TYPES, optional=False)
 
     @model_validator(mode="after")
     def _shell_needs_script(self) -> AgentDef:
@@ -78,6 +79,9 @@ class AgentDef(_Model):
             raise ValueError('a shell agent needs script = "..." (the prompt is in $TUI_PROMPT)')
         if self.type != "shell" and self.script:
             raise ValueError(f"script is only for shell agents; a {self.type} agent takes bin/args")
+        if not KINDS[self.type].models and (self.models or self.default_model):
+            takes = ", ".join(k.name for k in KINDS.values() if k.models)
+            raise ValueError(f"a {self.type} agent takes no model; models are for {takes} agents")
         return self
 
 

@@ -7,7 +7,7 @@ import shlex
 from functools import cached_property
 from pathlib import Path
 
-from tui.config.templates import TaskRequest, Template, TemplateError
+from tui.config.template_types import TaskRequest, Template, TemplateError
 from tui.model.task import Task
 from tui.taskfile import TaskfileError, TaskfileTask, list_tasks, to_task
 

@@ -1,20 +1,21 @@
 """Runnable templates by name, and turning one into a Task.
 
-``TemplateSource`` is the seam for every kind of template: the config's [tasks.NAME] tables
-are one source (``ConfigTemplates``); Taskfile tasks can be another. ``tui task`` and the app
-list and run templates only through it.
+``TemplateSource`` (tui.config.template_types) is the seam for every kind of template: the
+config's [tasks.NAME] tables are one source (``ConfigTemplates``); the project's Taskfile tasks
+another. ``tui task`` and the app list and run templates only through it.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from tui.config.load import BUILTIN_AGENTS, Config, Item, task_defaults
+from tui.config.load import Config, Item, task_defaults
 from tui.config.render import render
 from tui.config.schema import AgentDef, TaskTemplate
+from tui.config.taskfile_templates import TaskfileTemplates
+from tui.config.template_types import TaskRequest, Template, TemplateError, TemplateSource
+from tui.model.agent_kinds import BUILTIN_AGENTS, DEFAULT_TYPE, KINDS
 from tui.model.suggest import did_you_mean
 from tui.model.task import Task
 from tui.model.variables import resolve
@@ -22,47 +23,9 @@ from tui.model.variables import resolve
 PROMPT_ENV = "TUI_PROMPT"  # a shell agent's script reads the prompt from here
 
 
-class TemplateError(Exception):
-    """A request that cannot be met (unknown template, role, agent); says what to do."""
-
-
-@dataclass(frozen=True)
-class TaskRequest:
-    instructions: str = ""
-    role: str = ""  # "" = the template's, else settings.default_role, else the first role
-    agent: str = ""  # likewise for agents (else claude)
-    model: str = ""  # a short name from the agent's models table, or a model id
-    vars: dict[str, str] = field(default_factory=dict)  # NAME=VALUE from the command line
-    args: list[str] = field(default_factory=list)  # after `--`: a Taskfile task's CLI_ARGS
-
-
-@dataclass(frozen=True)
-class Template:
-    name: str
-    alias: str
-    description: str
-    source: str  # global | local | taskfile
-
-    def as_json(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "alias": self.alias,
-            "description": self.description,
-            "source": self.source,
-        }
-
-
-class TemplateSource(Protocol):
-    def templates(self) -> list[Template]: ...
-
-    async def make_task(self, name: str, request: TaskRequest) -> Task: ...
-
-
 def template_sources(config: Config) -> list[TemplateSource]:
     """Every source of runnable templates, in lookup order: the config's, then the project's
     Taskfile (in the current directory)."""
-    from tui.config.taskfile_templates import TaskfileTemplates
-
     return [ConfigTemplates(config), TaskfileTemplates(Path.cwd())]
 
 
@@ -121,7 +84,7 @@ async def build_task(config: Config, name: str, request: TaskRequest) -> Task:
     roles = list(config.roles)
     role = _pick("role", request.role, roles, t.role, s.default_role, *roles[:1])
     agents = list(dict.fromkeys([*config.agents, *BUILTIN_AGENTS]))
-    first_agent = next(iter(config.agents), "claude")
+    first_agent = next(iter(config.agents), DEFAULT_TYPE)
     agent_name = _pick("agent", request.agent, agents, t.agent, s.default_agent, first_agent)
     agent = config.agent(agent_name)
     assert agent is not None  # _pick and the loader checked every name
@@ -172,7 +135,7 @@ def _task(
     else:
         instructions = prompt
         if a.bin:
-            env[bin_env(a.type)] = a.bin
+            env[KINDS[a.type].bin_env] = a.bin
     return task_defaults(item.name, t, instructions, **fields)
 
 
@@ -208,13 +171,3 @@ def _project_dir(config: Config, item: Item[TaskTemplate]) -> Path:
         return config.project_dir
     path = Path(given).expanduser()
     return path if path.is_absolute() else item.origin.base / path
-
-
-def bin_env(kind: str) -> str:
-    """The adapter's variable naming its CLI (e.g. TUI_CLAUDE_BIN)."""
-    return str(importlib.import_module(f"tui.agents.{kind}").BIN_ENV)
-
-
-def not_found_hint(kind: str) -> str:
-    """The adapter's own words for a missing CLI (how to install it)."""
-    return str(importlib.import_module(f"tui.agents.{kind}").NOT_FOUND)

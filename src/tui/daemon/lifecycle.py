@@ -1,18 +1,27 @@
 """Finding, starting and stopping a database's daemon (as tmux does with its server: the
-first `tui` starts it in the background, every later one attaches)."""
+first `tui` starts it in the background, every later one attaches), and reaching whichever
+engine owns a database: whoever owns it (the daemon, a foreground `tui run` or app) serves its
+socket, so every client goes the same way."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from tui.daemon.paths import DaemonPaths, daemon_paths
-from tui.daemon.remote import DaemonUnavailable, RemoteEngine
-from tui.engine.scheduler import EngineError
+from tui.daemon.remote import DaemonHung, DaemonUnavailable, RemoteEngine
+from tui.daemon.server import DaemonServer
+from tui.engine.client import Client, LocalClient
+from tui.engine.scheduler import Engine, EngineError, live_engine_pid
+from tui.procs.process import ProcIdentity, identity_alive
+from tui.store.db import Store, engine_sockets
 
 START_TIMEOUT = 15.0
 STOP_TIMEOUT = 30.0
@@ -24,12 +33,67 @@ def foreground_requested() -> bool:
 
 
 async def attach(db: Path) -> RemoteEngine | None:
-    """The running daemon of ``db``, or None."""
+    """The engine that owns ``db`` over its socket (the daemon, or a foreground `tui run` or
+    app), or None. Found at this user's socket path for ``db``, else at the socket the live
+    engine recorded in the database (it may have started with another XDG_RUNTIME_DIR).
+    DaemonHung when one holds the socket but does not answer."""
     paths = daemon_paths(db)
+    candidates = [paths]
+    for pid, start, sock in await asyncio.to_thread(engine_sockets, paths.db):
+        alive = start is not None and identity_alive(ProcIdentity(pid, pid, start))
+        if alive and Path(sock) != paths.socket:
+            candidates.append(dataclasses.replace(paths, socket=Path(sock)))
+    for where in candidates:
+        try:
+            return await RemoteEngine.connect(where, respawn=lambda: spawn(paths))
+        except DaemonHung:
+            raise
+        except DaemonUnavailable:
+            continue
+    return None
+
+
+async def connect(store: Store) -> Client:
+    """The engine that owns this database over its socket; with none running, an engine that
+    does not schedule answers through the same handlers, on the store."""
+    remote = await attach(store.path)
+    if remote is not None:
+        return remote
+    pid = await live_engine_pid(store)
+    if pid is not None:
+        raise EngineError(
+            f"a tui engine (pid {pid}) runs {store.path} but serves no socket this tui can "
+            "reach (an older tui?); stop it, then try again"
+        )
+    engine = Engine(store)
+    await engine.load()
+    return LocalClient(engine)
+
+
+@asynccontextmanager
+async def connected(store: Store) -> AsyncIterator[Client]:
+    """``connect``, closing the connection afterwards."""
+    client = await connect(store)
     try:
-        return await RemoteEngine.connect(paths, respawn=lambda: spawn(paths))
-    except DaemonUnavailable:
-        return None
+        yield client
+    finally:
+        await client.aclose()
+
+
+@asynccontextmanager
+async def serving(
+    engine: Engine, on_shutdown: Callable[[], None], *, foreground: bool, reason: str
+) -> AsyncIterator[DaemonServer]:
+    """Serve the socket of a started engine's database (the caller holds ``daemon_lock``):
+    the daemon does, and so do a foreground `tui run` and app, so clients find one way in."""
+    paths = daemon_paths(engine.store.path)
+    server = DaemonServer(engine, paths, on_shutdown, foreground=foreground)
+    await server.start()
+    try:
+        await engine.store.set_engine_socket(engine.id, str(paths.socket))
+        yield server
+    finally:
+        await server.close(reason)
 
 
 def spawn(paths: DaemonPaths, *, concurrency: int | None = None, shell: str | None = None) -> int:

@@ -1,8 +1,9 @@
 """The daemon's wire protocol: one JSON object per line over a Unix socket.
 
 The server speaks first with ``hello`` (protocol version, pid, cursor). A client then sends
-requests ``{"id", "op", "args"}`` and gets ``reply`` objects with the same id. A connection that
-sends ``subscribe`` becomes a one-way event stream: ``ev`` (a journal event, numbered by its
+requests ``{"id", "msg"}`` — ``msg`` is a message of ``tui.engine.api`` as JSON — and gets
+``reply`` objects with the same id, whose ``result`` is the message's reply model. A connection
+that sends ``subscribe`` becomes a one-way event stream: ``ev`` (a journal event, numbered by its
 journal id), ``out`` / ``outc`` (output lines, or stored chunks of lines, numbered by their
 output ids), ``lag`` (the viewer fell behind and is being caught up from the database) and
 ``bye`` (the daemon is stopping).
@@ -17,12 +18,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from tui.engine import api
 from tui.engine.events import Cursor, OutputBatch
-from tui.model.states import State
 from tui.store.chunks import ChunkRow
-from tui.store.records import EventRecord, OutputLine, QuestionRecord, TaskRecord
+from tui.store.records import EventRecord
 
-PROTOCOL = 1
+PROTOCOL = 2  # 2: typed messages (tui.engine.api)
 # One message per line. Replies (every task at attach) can be large; an event stream's
 # messages are kept small, and its reader's limit is small too, because a stream reader
 # buffers up to twice its limit before it pushes back on the daemon.
@@ -42,35 +43,22 @@ def decode(line: bytes) -> dict[str, Any]:
     return msg
 
 
-# -- records ----------------------------------------------------------------------------------
+# -- requests and replies ----------------------------------------------------------------------
 
 
-def task_to_wire(rec: TaskRecord) -> dict[str, Any]:
-    d = {f.name: getattr(rec, f.name) for f in dataclasses.fields(rec)}
-    # The spec travels as the JSON it is stored as: the viewer parses it only if it reads it.
-    d["spec"] = rec.spec if isinstance(rec.spec, str) else rec.spec.model_dump_json()
-    d["state"] = rec.state.value
-    return d
+def request(rid: int, message: api.Message[Any]) -> bytes:
+    return encode({"id": rid, "msg": message.model_dump(mode="json")})
 
 
-def task_from_wire(d: dict[str, Any]) -> TaskRecord:
-    return TaskRecord(**{**d, "state": State(d["state"])})
+def reply(rid: Any, result: api.Reply) -> bytes:
+    # The reply model straight to JSON (pydantic's encoder): a 10,000-task list costs no more
+    # than the plain records did; only the envelope goes through json.dumps.
+    head = json.dumps({"t": "reply", "id": rid, "ok": True}, separators=(",", ":"))
+    return f'{head[:-1]},"result":{result.model_dump_json()}}}\n'.encode()
 
 
-def question_to_wire(q: QuestionRecord) -> dict[str, Any]:
-    return dataclasses.asdict(q)
-
-
-def question_from_wire(d: dict[str, Any]) -> QuestionRecord:
-    return QuestionRecord(**d)
-
-
-def line_to_wire(ln: OutputLine) -> list[Any]:
-    return [ln.id, ln.task_id, ln.run_id, ln.stream, ln.seq, ln.at, ln.text]
-
-
-def line_from_wire(row: list[Any]) -> OutputLine:
-    return OutputLine(*row)
+def failure(rid: Any, error: str) -> bytes:
+    return encode({"t": "reply", "id": rid, "ok": False, "error": error})
 
 
 # -- the event stream --------------------------------------------------------------------------

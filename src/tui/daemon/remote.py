@@ -1,4 +1,4 @@
-"""A viewer's handle on the daemon: the engine's client API over the socket.
+"""A viewer's handle on the daemon: ``send(message)`` of ``tui.engine.api`` over the socket.
 
 Requests share one connection (replies matched by id); the event stream has a connection of
 its own, so a viewer that reads events slowly never delays its own commands. If the daemon goes
@@ -12,20 +12,25 @@ import asyncio
 import contextlib
 import itertools
 import os
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tui.daemon import protocol as wire
 from tui.daemon.paths import DaemonPaths
-from tui.engine.client import CommandClient
+from tui.engine import api
+from tui.engine.client import Client
 from tui.engine.events import Cursor, Event, Notice, advance
 from tui.engine.scheduler import EngineError
 from tui.model.task import Task
-from tui.store.records import OutputLine, QuestionRecord, TaskRecord
+
+R = TypeVar("R", bound=api.Reply)
 
 RECONNECT_EVERY = 0.2  # seconds between attempts while the daemon is away
-RECONNECT_TIMEOUT = 15.0  # how long a query waits for a daemon to come back
+RECONNECT_TIMEOUT = 30.0  # how long a query waits for a daemon to come back
+RESPAWN_EVERY = 5.0  # a follower whose daemon stays away starts one again this often
+HELLO_TIMEOUT = 5.0  # a daemon greets at once; one that does not is stopped or stuck
+REQUEST_TIMEOUT = 60.0  # the longest any request may take (a held `ask` adds its own)
 
 
 class DaemonUnavailable(EngineError):
@@ -36,17 +41,48 @@ class DaemonStopped(EngineError):
     """The daemon said goodbye (`tui daemon stop`); the viewer should end."""
 
 
+class DaemonHung(DaemonUnavailable):
+    """A daemon holds the socket but does not answer (e.g. stopped with SIGSTOP)."""
+
+
+def daemon_pid(paths: DaemonPaths) -> int | None:
+    """The pid written in the daemon's lock file (whoever holds it), if any."""
+    try:
+        text = paths.socket.with_suffix(".lock").read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _hung(paths: DaemonPaths, what: str, pid: int | None = None) -> DaemonHung:
+    pid = pid or daemon_pid(paths)
+    who = f"the tui daemon (pid {pid})" if pid else "the tui daemon"
+    hint = (
+        f"is it stopped? `kill -CONT {pid}` resumes it, `kill {pid}` ends it (runs are recovered)"
+        if pid
+        else "is it stopped?"
+    )
+    return DaemonHung(f"{who} for {paths.db} {what}; {hint}")
+
+
 async def _open(
     paths: DaemonPaths, limit: int = wire.REQUEST_LINE_LIMIT
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, dict]:
     try:
-        reader, writer = await asyncio.open_unix_connection(str(paths.socket), limit=limit)
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_unix_connection(str(paths.socket), limit=limit), HELLO_TIMEOUT
+        )
     except (FileNotFoundError, ConnectionError) as e:
         raise DaemonUnavailable(f"no tui daemon for {paths.db}") from e
+    except TimeoutError:
+        raise _hung(paths, f"did not accept a connection in {HELLO_TIMEOUT:.0f}s") from None
     try:
-        line = await reader.readline()
+        line = await asyncio.wait_for(reader.readline(), HELLO_TIMEOUT)
     except ConnectionError:  # a daemon dying (or a stale socket) as we connect
         line = b""
+    except TimeoutError:
+        writer.close()
+        raise _hung(paths, f"did not answer in {HELLO_TIMEOUT:.0f}s") from None
     if not line:
         writer.close()
         raise DaemonUnavailable(f"the tui daemon for {paths.db} closed the connection")
@@ -61,8 +97,9 @@ async def _open(
     return reader, writer, hello
 
 
-class RemoteEngine(CommandClient):
-    """What the app and the CLI need of an engine, served by the daemon."""
+class RemoteEngine(Client):
+    """The engine API of whoever serves the database's socket (the daemon, a foreground
+    `tui run` or app): ``send`` carries a message of ``tui.engine.api`` and its reply."""
 
     detached = True  # runs outlive this viewer
 
@@ -76,6 +113,7 @@ class RemoteEngine(CommandClient):
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._connecting = asyncio.Lock()
+        self._stopped = ""  # why the owner said goodbye: it is not coming back on its own
 
     @classmethod
     async def connect(
@@ -88,6 +126,11 @@ class RemoteEngine(CommandClient):
     @property
     def pid(self) -> int:
         return int(self.hello.get("pid", 0))
+
+    @property
+    def foreground(self) -> bool:
+        """Served by a foreground `tui run` / app, not the daemon."""
+        return bool(self.hello.get("foreground"))
 
     @property
     def cursor(self) -> Cursor:
@@ -112,6 +155,9 @@ class RemoteEngine(CommandClient):
         try:
             while line := await reader.readline():
                 msg = wire.decode(line)
+                if msg.get("t") == "bye":
+                    self._stopped = msg.get("reason") or "the tui daemon stopped"
+                    break
                 fut = self._pending.pop(msg.get("id", -1), None)
                 if fut is not None and not fut.done():
                     fut.set_result(msg)
@@ -119,42 +165,61 @@ class RemoteEngine(CommandClient):
             pass
         finally:
             self._writer = None
-            gone = DaemonUnavailable(
+            gone: EngineError = DaemonUnavailable(
                 f"lost the tui daemon for {self.paths.db}; the command may not have reached "
                 "it: check, then try again"
             )
+            if self._stopped:
+                gone = DaemonStopped(self._stopped)
             for fut in self._pending.values():
                 if not fut.done():
                     fut.set_exception(gone)
             self._pending.clear()
 
-    async def request(self, op: str, args: dict[str, Any] | None = None) -> Any:
-        """One request. A query that meets a dead daemon waits for the next one (a viewer
-        restarts it) and asks again; a command is never sent twice — it fails instead."""
-        query = op != "command"
+    async def send(self, message: api.Message[R]) -> R:
+        """One request and its typed reply. A query that meets a dead daemon waits for the
+        next one (restarting it when this viewer was told how) and asks again; a command is
+        never sent twice — it fails instead."""
+        if isinstance(message, api.Submit):
+            # The daemon may run in another directory: pin relative project dirs to ours.
+            message = message.model_copy(
+                update={"tasks": [_pinned(t, Path.cwd()) for t in message.tasks]}
+            )
+        query = not isinstance(message, api.COMMANDS)
         for attempt in (1, 2):
+            if self._stopped:  # stopped on purpose: starting another behind its back is wrong
+                raise DaemonStopped(self._stopped)
             async with self._connecting:
                 if self._writer is None:  # the daemon restarted since: attach again
                     await self._reconnect()
             try:
-                return await self._send(op, args or {})
+                result = await self._request(message)
             except DaemonUnavailable:
                 if not query or attempt == 2:
                     raise
+                continue
+            return message.reply.model_validate(result)  # type: ignore[return-value]
         raise AssertionError("unreachable")
 
     async def _reconnect(self) -> None:
-        deadline = asyncio.get_running_loop().time() + RECONNECT_TIMEOUT
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RECONNECT_TIMEOUT
+        respawned = False
         while True:
             try:
                 await self._connect()
                 return
+            except DaemonHung:
+                raise
             except DaemonUnavailable:
-                if asyncio.get_running_loop().time() > deadline:
+                if loop.time() > deadline:
                     raise
+                if self._respawn is not None and not respawned:
+                    respawned = True
+                    self._respawn()
                 await asyncio.sleep(RECONNECT_EVERY)  # waiting for another process to listen
 
-    async def _send(self, op: str, args: dict[str, Any]) -> Any:
+    async def _request(self, message: api.Message[Any]) -> Any:
         writer = self._writer
         if writer is None:
             raise DaemonUnavailable(f"lost the tui daemon for {self.paths.db}")
@@ -162,57 +227,27 @@ class RemoteEngine(CommandClient):
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         try:
-            writer.write(wire.encode({"id": rid, "op": op, "args": args}))
+            writer.write(wire.request(rid, message))
             await writer.drain()
         except ConnectionError as e:
             self._pending.pop(rid, None)
             raise DaemonUnavailable(f"lost the tui daemon for {self.paths.db}") from e
-        reply = await fut
+        try:
+            reply = await asyncio.wait_for(asyncio.shield(fut), _timeout(message))
+        except TimeoutError:
+            self._pending.pop(rid, None)
+            op = message.op  # type: ignore[attr-defined]
+            done = "" if not isinstance(message, api.COMMANDS) else " (it may have been done)"
+            raise _hung(self.paths, f"did not answer `{op}`{done}", self.pid) from None
         if not reply["ok"]:
             raise EngineError(reply["error"])
         return reply["result"]
 
-    # -- commands --------------------------------------------------------------------------
-
-    async def _call(self, kind: str, payload: dict[str, Any]) -> str:
-        reply = await self.request("command", {"kind": kind, "payload": payload})
-        if not reply["ok"]:
-            raise EngineError(reply["text"])
-        return reply["text"]
-
-    async def submit(self, tasks: list[Task], approved: bool | None = None) -> list[str]:
-        # The daemon may run in another directory: pin relative project dirs to ours.
-        return await super().submit([_pinned(t, Path.cwd()) for t in tasks], approved)
-
     async def shutdown(self) -> None:
-        await self.request("shutdown")
+        await self.send(api.Shutdown())
 
-    # -- queries ---------------------------------------------------------------------------
-
-    async def status(self) -> dict[str, Any]:
-        return await self.request("status")
-
-    async def list_tasks(self) -> list[TaskRecord]:
-        return [wire.task_from_wire(d) for d in await self.request("list_tasks")]
-
-    async def get_many(self, task_ids: Iterable[str]) -> list[TaskRecord]:
-        rows = await self.request("get_many", {"task_ids": list(task_ids)})
-        return [wire.task_from_wire(d) for d in rows]
-
-    async def get(self, task_id: str) -> TaskRecord | None:
-        found = await self.get_many([task_id])
-        return found[0] if found else None
-
-    async def questions(self, task_id: str | None = None) -> list[QuestionRecord]:
-        rows = await self.request("questions", {"task_id": task_id})
-        return [wire.question_from_wire(d) for d in rows]
-
-    async def output_index(self, task_id: str) -> list[tuple[int, int]]:
-        return [tuple(x) for x in await self.request("output_index", {"task_id": task_id})]
-
-    async def read_run_lines(self, run_id: int, first_seq: int, last_seq: int) -> list[OutputLine]:
-        args = {"run_id": run_id, "first_seq": first_seq, "last_seq": last_seq}
-        return [wire.line_from_wire(r) for r in await self.request("read_run_lines", args)]
+    async def status(self) -> api.StatusReply:
+        return await self.send(api.Status())
 
     # -- the event stream ------------------------------------------------------------------
 
@@ -228,8 +263,7 @@ class RemoteEngine(CommandClient):
                 yield Notice("reconnected", "the tui daemon is back; caught up")
                 continue
             try:
-                args = {"cursor": wire.cursor_to_wire(last)}
-                writer.write(wire.encode({"id": 0, "op": "subscribe", "args": args}))
+                writer.write(wire.request(0, api.Subscribe(cursor=tuple(last))))
                 await writer.drain()
                 while line := await reader.readline():
                     msg = wire.decode(line)
@@ -249,19 +283,28 @@ class RemoteEngine(CommandClient):
             # The connection ended without a goodbye: the daemon died. Resume from ``last``.
 
     async def _wait_for_daemon(self) -> None:
-        respawned = False
+        """Until a daemon answers again; one that stays away is started again every
+        RESPAWN_EVERY seconds (a start that loses a race to another is harmless)."""
+        loop = asyncio.get_running_loop()
+        respawn_at = loop.time()
         while True:
             try:
                 _r, w, _h = await _open(self.paths)
             except DaemonUnavailable:
-                if self._respawn is not None and not respawned:
-                    respawned = True
+                if self._respawn is not None and loop.time() >= respawn_at:
+                    respawn_at = loop.time() + RESPAWN_EVERY
                     self._respawn()
                 # Waiting on another process to listen: nothing to await but the socket.
                 await asyncio.sleep(RECONNECT_EVERY)
                 continue
             w.close()
             return
+
+
+def _timeout(message: api.Message[Any]) -> float | None:
+    if isinstance(message, api.Ask) and message.wait:
+        return message.timeout + REQUEST_TIMEOUT if message.timeout else None
+    return REQUEST_TIMEOUT
 
 
 def _pinned(task: Task, cwd: Path) -> Task:

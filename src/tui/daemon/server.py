@@ -15,21 +15,36 @@ import os
 import socket
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from tui.daemon import protocol as wire
 from tui.daemon.paths import DaemonPaths
-from tui.engine.events import Cursor
-from tui.engine.scheduler import Engine
+from tui.engine import api
+from tui.engine.events import Cursor, advance
+from tui.engine.scheduler import Engine, EngineError
 from tui.model.states import State
 
 log = logging.getLogger("tui.daemon")
 
+DRAIN_TIMEOUT = 2.0  # how long a stopping server lets its streams catch up
+
+
+def _reached(sent: Cursor, target: Cursor) -> bool:
+    return sent.event_id >= target.event_id and sent.output_id >= target.output_id
+
 
 class DaemonServer:
-    def __init__(self, engine: Engine, paths: DaemonPaths, on_shutdown: Callable[[], None]):
+    def __init__(
+        self,
+        engine: Engine,
+        paths: DaemonPaths,
+        on_shutdown: Callable[[], None],
+        *,
+        foreground: bool = False,
+    ) -> None:
         self.engine = engine
+        self.foreground = foreground
         self.paths = paths
         self.started_at = time.time()
         self._on_shutdown = on_shutdown
@@ -37,6 +52,8 @@ class DaemonServer:
         self._streams: set[asyncio.StreamWriter] = set()
         self._conns: set[asyncio.StreamWriter] = set()
         self._jobs: set[asyncio.Task[None]] = set()
+        self._sent: dict[asyncio.StreamWriter, Cursor] = {}  # how far each stream was sent
+        self._sent_changed = asyncio.Condition()
 
     async def start(self) -> None:
         sock = self.paths.socket
@@ -52,11 +69,21 @@ class DaemonServer:
         log.info("listening on %s", sock)
 
     async def close(self, reason: str) -> None:
-        """Tell every viewer why the daemon goes away, then stop listening."""
+        """Tell every viewer why the daemon goes away, then stop listening. Each event stream
+        first gets what the engine published (briefly waited for), so a follower sees the
+        last transitions before the goodbye."""
         if self._server is not None:
             self._server.close()
+        target = self.engine.cursor
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(DRAIN_TIMEOUT), self._sent_changed:
+                await self._sent_changed.wait_for(
+                    lambda: all(_reached(c, target) for c in self._sent.values())
+                )
+        if self._jobs:  # requests under way get their replies (a cancel that ended the run)
+            await asyncio.wait(set(self._jobs), timeout=DRAIN_TIMEOUT)
         bye = wire.encode({"t": "bye", "reason": reason})
-        for w in list(self._streams):
+        for w in list(self._conns):  # streams and request connections alike
             with contextlib.suppress(Exception):
                 w.write(bye)
         for w in list(self._conns):
@@ -78,68 +105,62 @@ class DaemonServer:
             return
         self._conns.add(writer)
         lock = asyncio.Lock()  # replies of concurrent requests must not interleave
+        jobs: set[asyncio.Task[None]] = set()
         try:
-            hello = {"t": "hello", **await self.status(), "cursor": self._cursor()}
+            hello = {"t": "hello", **(await self.status()).model_dump(), "cursor": self._cursor()}
             writer.write(wire.encode(hello))
             await writer.drain()
             while line := await reader.readline():
                 try:
-                    msg = wire.decode(line)
-                except ValueError:
-                    log.warning("dropped a viewer that sent a malformed message")
+                    raw = wire.decode(line)
+                    msg = api.parse_request(raw.get("msg"))
+                except ValueError as e:  # not JSON, or not a message: say what, go on
+                    await self._send(writer, lock, wire.failure(_rid(line), f"bad request: {e}"))
+                    continue
+                if isinstance(msg, api.Subscribe):
+                    await self._stream(reader, writer, Cursor(*msg.cursor))
                     return
-                if msg.get("op") == "subscribe":
-                    since = wire.cursor_from_wire(msg["args"]["cursor"])
-                    await self._stream(reader, writer, since)
-                    return
-                job = asyncio.create_task(self._request(msg, writer, lock))
-                self._jobs.add(job)
-                job.add_done_callback(self._jobs.discard)
+                job = asyncio.create_task(self._request(raw.get("id"), msg, writer, lock))
+                for group in (self._jobs, jobs):
+                    group.add(job)
+                    job.add_done_callback(group.discard)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
         finally:
+            # A client that hung up waits for nothing: a held `ask` expires its question.
+            for job in list(jobs):
+                job.cancel()
             self._conns.discard(writer)
             writer.close()
 
     async def _request(
-        self, msg: dict[str, Any], writer: asyncio.StreamWriter, lock: asyncio.Lock
+        self, rid: Any, msg: api.Message[Any], writer: asyncio.StreamWriter, lock: asyncio.Lock
     ) -> None:
-        rid = msg.get("id")
         try:
-            reply = {"t": "reply", "id": rid, "ok": True, "result": await self._answer(msg)}
+            out = wire.reply(rid, await self.handle(msg))
+        except EngineError as e:
+            out = wire.failure(rid, str(e))
         except Exception as e:  # a bad request must never take the daemon down
-            if not isinstance(e, (KeyError, ValueError, TypeError, LookupError)):
-                log.exception("request %s failed", msg.get("op"))
-            reply = {"t": "reply", "id": rid, "ok": False, "error": str(e) or type(e).__name__}
+            log.exception("request %s failed", type(msg).__name__)
+            out = wire.failure(rid, f"internal error: {type(e).__name__}: {e}")
+        await self._send(writer, lock, out)
+
+    @staticmethod
+    async def _send(writer: asyncio.StreamWriter, lock: asyncio.Lock, data: bytes) -> None:
         async with lock:
             with contextlib.suppress(ConnectionError):
-                writer.write(wire.encode(reply))
+                writer.write(data)
                 await writer.drain()
 
-    async def _answer(self, msg: dict[str, Any]) -> Any:
-        op, a = msg["op"], msg.get("args") or {}
-        e = self.engine
-        queries: dict[str, Callable[[], Awaitable[Any]]] = {
-            "list_tasks": lambda: _tasks(e.list_tasks()),
-            "get_many": lambda: _tasks(e.get_many(a["task_ids"])),
-            "questions": lambda: _questions(e.questions(a.get("task_id"))),
-            "output_index": lambda: e.output_index(a["task_id"]),
-            "read_run_lines": lambda: _lines(
-                e.read_run_lines(a["run_id"], a["first_seq"], a["last_seq"])
-            ),
-        }
-        if op == "command":
-            ok, text = await e.dispatch(a["kind"], a["payload"])
-            return {"ok": ok, "text": text}
-        if op == "status":
+    async def handle(self, msg: api.Message[Any]) -> api.Reply:
+        """The server's own messages here; every other one is the engine's."""
+        if isinstance(msg, api.Status):
             return await self.status()
-        if op == "shutdown":
+        if isinstance(msg, api.Shutdown):
             log.info("shutdown requested by a viewer")
             asyncio.get_running_loop().call_soon(self._on_shutdown)
-            return "stopping"
-        if op not in queries:
-            raise ValueError(f"unknown op {op!r}")
-        return await queries[op]()
+            return api.Done(text="stopping")
+        return await self.engine.handle(msg)
 
     async def _stream(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, since: Cursor
@@ -165,35 +186,43 @@ class DaemonServer:
             nonlocal lagged
             lagged = True
 
-        async for item in self.engine.events(since, on_lag=on_lag):
-            if lagged:
-                lagged = False
-                log.info("a viewer fell behind; catching it up from the database")
-                writer.write(wire.encode({"t": "lag"}))
-            for m in wire.event_messages(item):
-                writer.write(wire.encode(m))
-            await writer.drain()
+        self._sent[writer] = since
+        try:
+            async for item in self.engine.events(since, on_lag=on_lag):
+                if lagged:
+                    lagged = False
+                    log.info("a viewer fell behind; catching it up from the database")
+                    writer.write(wire.encode({"t": "lag"}))
+                for m in wire.event_messages(item):
+                    writer.write(wire.encode(m))
+                await writer.drain()
+                self._sent[writer] = advance(self._sent[writer], item)
+                async with self._sent_changed:
+                    self._sent_changed.notify_all()
+        finally:
+            self._sent.pop(writer, None)
 
     # -- what `tui daemon status` shows ----------------------------------------------------
 
     def _cursor(self) -> list[int]:
         return wire.cursor_to_wire(self.engine.cursor)
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self) -> api.StatusReply:
         tasks = await self.engine.list_tasks()
         running = [r for r in tasks if r.state == State.RUNNING]
-        return {
-            "protocol": wire.PROTOCOL,
-            "pid": os.getpid(),
-            "db": str(self.paths.db),
-            "socket": str(self.paths.socket),
-            "log": str(self.paths.log),
-            "started_at": self.started_at,
-            "uptime": time.time() - self.started_at,
-            "running_tasks": [{"id": r.id, "name": r.name} for r in running],
-            "tasks": len(tasks),
-            "viewers": len(self._streams),
-        }
+        return api.StatusReply(
+            protocol=wire.PROTOCOL,
+            pid=os.getpid(),
+            db=str(self.paths.db),
+            socket=str(self.paths.socket),
+            log=str(self.paths.log),
+            started_at=self.started_at,
+            uptime=time.time() - self.started_at,
+            running_tasks=[api.RunningTask(id=r.id, name=r.name) for r in running],
+            tasks=len(tasks),
+            viewers=len(self._streams),
+            foreground=self.foreground,
+        )
 
 
 def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
@@ -206,13 +235,9 @@ def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
     return uid
 
 
-async def _tasks(records: Awaitable[Any]) -> list[dict[str, Any]]:
-    return [wire.task_to_wire(r) for r in await records]
-
-
-async def _questions(records: Awaitable[Any]) -> list[dict[str, Any]]:
-    return [wire.question_to_wire(q) for q in await records]
-
-
-async def _lines(lines: Awaitable[Any]) -> list[list[Any]]:
-    return [wire.line_to_wire(ln) for ln in await lines]
+def _rid(line: bytes) -> Any:
+    """The id of a request that could not be parsed, if it has one, so its sender is answered."""
+    try:
+        return wire.decode(line).get("id")
+    except ValueError:
+        return None

@@ -15,12 +15,13 @@ from pathlib import Path
 
 from tui.daemon.paths import DaemonPaths
 from tui.daemon.redact import RedactingFormatter
+from tui.engine.scheduler import EngineError
 
 log = logging.getLogger("tui.daemon")
 
 
-class DaemonRunning(Exception):
-    """Another daemon already serves this database."""
+class DaemonRunning(EngineError):
+    """Another daemon (or a foreground `tui run` / app) already serves this database."""
 
 
 @contextlib.contextmanager
@@ -40,7 +41,10 @@ def daemon_lock(paths: DaemonPaths) -> Iterator[None]:
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # no stale pid for the next reader (we still hold the lock)
     finally:
         os.close(fd)
 
@@ -74,6 +78,7 @@ async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
         try:
             await engine.start()  # recovers what a crashed daemon left behind
             await server.start()
+            await store.set_engine_socket(engine.id, str(paths.socket))  # found from any env
             untune_gc = tune_gc()  # started: what exists now stays; pause less at load
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)

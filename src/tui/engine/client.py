@@ -1,132 +1,109 @@
-"""How a process that does not own the engine reaches it.
+"""How a viewer or a command reaches the engine: one ``Client`` with ``send(message)``.
 
-The CLI and the app hold an ``EngineClient``: the engine itself when it runs in this process, a
-``RemoteEngine`` (tui.daemon.remote) when the daemon runs it, an ``InboxClient`` when a
-foreground `tui run` schedules the database (commands go through the store's command inbox and
-the reply comes back the same way), or an engine loaded without scheduling when nothing runs
-(commands then change the store directly).
+A message is one of ``tui.engine.api``; ``send`` returns its typed reply. ``LocalClient``
+sends to an engine in this process (``Engine.handle``); ``RemoteEngine`` (tui.daemon.remote)
+sends the same models over the socket of whoever owns the database, and
+``tui.daemon.lifecycle.connect`` picks between them. The methods below
+(``submit``, ``cancel``, ``list_tasks``…) are conveniences built from the messages, nothing
+more: adding a command needs none.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Iterable
+from typing import Any, TypeVar
 
-from tui.engine.procs import proc_start_time
-from tui.engine.scheduler import Engine, EngineError, live_engine_pid
+from tui.engine import api
+from tui.engine.events import Cursor, Event, Notice
+from tui.engine.scheduler import Engine
 from tui.model.task import Task
-from tui.store.db import Store
+from tui.store.records import OutputLine, QuestionRecord, TaskRecord
 
-REPLY_TIMEOUT = 30.0
-
-
-class EngineClient(Protocol):
-    async def submit(self, tasks: list[Task], approved: bool | None = None) -> list[str]: ...
-    async def approve(self, task_id: str) -> str: ...
-    async def cancel(self, task_id: str) -> str: ...
-    async def retry(self, task_id: str) -> str: ...
-    async def answer(self, question_id: str, answer: dict[str, Any]) -> str: ...
-    async def expire(self, question_id: str) -> str: ...
-    async def accept(self, task_id: str) -> str: ...
-    async def reject(self, task_id: str, comment: str) -> str: ...
+R = TypeVar("R", bound=api.Reply)
 
 
-class CommandClient:
-    """The command API as named commands (``Engine.dispatch`` kinds) sent to an engine in
-    another process; subclasses say how a command travels and how its reply comes back."""
+class Client:
+    """The one client of the engine API."""
 
-    async def _call(self, kind: str, payload: dict[str, Any]) -> str:
+    detached = False  # True when runs outlive this client (a daemon runs them)
+
+    async def send(self, message: api.Message[R]) -> R:
         raise NotImplementedError
 
+    @property
+    def cursor(self) -> Cursor:
+        raise NotImplementedError
+
+    def events(self, since: Cursor | None = None) -> AsyncIterator[Event | Notice]:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        pass
+
+    # -- conveniences, each one message --------------------------------------------------
+
     async def submit(self, tasks: list[Task], approved: bool | None = None) -> list[str]:
-        payload: dict[str, Any] = {"tasks": [t.model_dump(mode="json") for t in tasks]}
-        if approved is not None:
-            payload["approved"] = approved
-        reply = await self._call("submit", payload)
-        return reply.split()
+        return (await self.send(api.Submit(tasks=tasks, approved=approved))).ids
 
     async def approve(self, task_id: str) -> str:
-        return await self._call("approve", {"task_id": task_id})
+        return (await self.send(api.Approve(task_id=task_id))).text
 
     async def cancel(self, task_id: str) -> str:
-        return await self._call("cancel", {"task_id": task_id})
+        return (await self.send(api.Cancel(task_id=task_id))).text
 
     async def retry(self, task_id: str) -> str:
-        return await self._call("retry", {"task_id": task_id})
+        return (await self.send(api.Retry(task_id=task_id))).text
 
     async def answer(self, question_id: str, answer: dict[str, Any]) -> str:
-        return await self._call("answer", {"question_id": question_id, "answer": answer})
+        return (await self.send(api.Answer(question_id=question_id, answer=answer))).text
 
     async def expire(self, question_id: str) -> str:
-        return await self._call("expire", {"question_id": question_id})
+        return (await self.send(api.Expire(question_id=question_id))).text
 
     async def accept(self, task_id: str) -> str:
-        return await self._call("accept", {"task_id": task_id})
+        return (await self.send(api.Accept(task_id=task_id))).text
 
     async def reject(self, task_id: str, comment: str) -> str:
-        return await self._call("reject", {"task_id": task_id, "comment": comment})
+        return (await self.send(api.Reject(task_id=task_id, comment=comment))).text
 
     async def ask(self, task_id: str, run_id: int, kind: str, payload: dict[str, Any]) -> str:
-        return await self._call(
-            "ask", {"task_id": task_id, "run_id": run_id, "kind": kind, "payload": payload}
-        )
+        msg = api.Ask(task_id=task_id, run_id=run_id, kind=kind, payload=payload)
+        return (await self.send(msg)).question_id
+
+    async def list_tasks(self) -> list[TaskRecord]:
+        return (await self.send(api.ListTasks())).tasks
+
+    async def get_many(self, task_ids: Iterable[str]) -> list[TaskRecord]:
+        return (await self.send(api.GetMany(task_ids=list(task_ids)))).tasks
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        found = await self.get_many([task_id])
+        return found[0] if found else None
+
+    async def questions(self, task_id: str | None = None) -> list[QuestionRecord]:
+        return (await self.send(api.GetQuestions(task_id=task_id))).questions
+
+    async def output_index(self, task_id: str) -> list[tuple[int, int]]:
+        return (await self.send(api.OutputIndex(task_id=task_id))).runs
+
+    async def read_run_lines(self, run_id: int, first_seq: int, last_seq: int) -> list[OutputLine]:
+        msg = api.ReadRunLines(run_id=run_id, first_seq=first_seq, last_seq=last_seq)
+        return (await self.send(msg)).lines
 
 
-class InboxClient(CommandClient):
-    """Commands through the store's inbox table, for an engine that has no socket (`tui run`)."""
+class LocalClient(Client):
+    """The engine in this process: a running one, or one loaded from the store without
+    scheduling (commands then change the store through the same handlers)."""
 
-    def __init__(self, store: Store, engine_pid: int) -> None:
-        self.store = store
-        self.engine_pid = engine_pid
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
-    async def _call(self, kind: str, payload: dict[str, Any]) -> str:
-        command_id = await self.store.enqueue_command(kind, payload)
-        deadline = time.monotonic() + REPLY_TIMEOUT
-        start = proc_start_time(self.engine_pid)
-        while (reply := await self.store.command_reply(command_id)) is None:
-            if proc_start_time(self.engine_pid) != start:
-                raise EngineError(
-                    f"the engine (pid {self.engine_pid}) stopped before it "
-                    "answered; run the command again"
-                )
-            if time.monotonic() > deadline:
-                raise EngineError(
-                    f"the engine (pid {self.engine_pid}) did not answer in "
-                    f"{REPLY_TIMEOUT:.0f}s; is it stuck?"
-                )
-            await asyncio.sleep(0.05)  # polling the reply row; the engine commits it
-        ok, text = reply
-        if not ok:
-            raise EngineError(text)
-        return text
+    async def send(self, message: api.Message[R]) -> R:
+        return await self.engine.handle(message)  # type: ignore[return-value]
 
+    @property
+    def cursor(self) -> Cursor:
+        return self.engine.cursor
 
-async def connect(store: Store) -> EngineClient:
-    """The daemon of this database if it runs, else another process's live engine (`tui run`),
-    else direct access to the store."""
-    from tui.daemon.lifecycle import attach  # the daemon package builds on this module
-
-    remote = await attach(store.path)
-    if remote is not None:
-        return remote
-    pid = await live_engine_pid(store)
-    if pid is not None:
-        return InboxClient(store, pid)
-    engine = Engine(store)
-    await engine.load()
-    return engine
-
-
-@asynccontextmanager
-async def connected(store: Store) -> AsyncIterator[EngineClient]:
-    """``connect``, closing the daemon connection (if it was one) afterwards."""
-    client = await connect(store)
-    try:
-        yield client
-    finally:
-        close = getattr(client, "aclose", None)
-        if close is not None:
-            await close()
+    def events(self, since: Cursor | None = None) -> AsyncIterator[Event | Notice]:
+        return self.engine.events(since)

@@ -23,6 +23,8 @@ class OutputBatch:
     """Lines stored together, ids ``first_id..last_id``. Line rows and objects are built only
     if a viewer looks at them, so a million-line run costs nothing for viewers that don't."""
 
+    _chunks: Sequence[ChunkRow]  # set by of_chunks; ``rows`` splits them when first read
+
     def __init__(self, first_id: int, rows: Sequence[OutputRow]) -> None:
         self.first_id = first_id
         self.__dict__["rows"] = rows

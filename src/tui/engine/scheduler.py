@@ -3,7 +3,7 @@ recovery, and the command API every viewer uses.
 
 The database is the source of truth; the engine keeps an in-memory copy of the tasks it
 schedules so that deciding what runs next never rescans the store. Only one engine schedules a
-database at a time; other processes reach it through the command inbox (see ``client``).
+database at a time; other processes reach it over the socket its owner serves (``client``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
     Callable,
     Collection,
     Iterable,
@@ -30,10 +29,16 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.agents.base import Adapter, AdapterError, RunResult
+from tui.engine.adapter import Adapter, AdapterError, RunResult, declared_adapters
+from tui.engine.api import Message, Reply
 from tui.engine.clock import Clock, RealClock
 from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
-from tui.engine.procs import (
+from tui.engine.retry import retry_delay
+from tui.model.duration import format_duration
+from tui.model.output_format import OutputFormatError, parse_output
+from tui.model.states import UNSUCCESSFUL, State
+from tui.model.task import Task, priority_rank
+from tui.procs.process import (
     Child,
     ProcIdentity,
     identity_alive,
@@ -41,11 +46,6 @@ from tui.engine.procs import (
     proc_start_time,
     terminate_group,
 )
-from tui.engine.retry import retry_delay
-from tui.model.duration import format_duration
-from tui.model.output_format import OutputFormatError, parse_output
-from tui.model.states import UNSUCCESSFUL, State
-from tui.model.task import Task, priority_rank
 from tui.store.chunks import ChunkRow, make_chunks
 from tui.store.db import Move, Store, StoreError, waiting_reason
 from tui.store.records import (
@@ -63,7 +63,6 @@ log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL = 0.05  # seconds between output batches (a UI frame or so)
 FLUSH_HIGH_WATER = 20_000  # lines buffered before a producer waits for the writer
-INBOX_POLL = 0.1  # seconds between looks at the command inbox
 SUBSCRIBER_BACKLOG = 50_000  # events + lines a viewer may lag before it reads back from the store
 
 
@@ -216,14 +215,12 @@ class Engine:
         kill_grace: float = 5.0,
         shell: str = "bash",
     ) -> None:
-        from tui.agents.registry import default_adapters
-
         self.store = store
         self.id = uuid.uuid4().hex
         self.concurrency = max(1, concurrency)
         self.agent_limits = dict(agent_limits or {})
         self.auto_approve = auto_approve
-        self.adapters = adapters if adapters is not None else default_adapters()
+        self.adapters = adapters if adapters is not None else declared_adapters()
         self.clock = clock or RealClock()
         self.rng = rng or random.Random()
         self.kill_grace = kill_grace
@@ -237,7 +234,6 @@ class Engine:
         self._queue: list[tuple[int, int, str]] = []  # (priority rank, submit seq, id)
         self._running: dict[str, _Run] = {}
         self._runners: set[asyncio.Task[None]] = set()  # until each has fully finished
-        self._commands: set[asyncio.Future[None]] = set()  # inbox commands in flight
         self._waiters: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
         self._wake = asyncio.Event()
         self._changed = asyncio.Condition()
@@ -273,7 +269,6 @@ class Engine:
         self._loops = [
             asyncio.create_task(self._schedule_loop(), name="tui-scheduler"),
             asyncio.create_task(self._flush_loop(), name="tui-output"),
-            asyncio.create_task(self._inbox_loop(), name="tui-inbox"),
         ]
 
     async def stop(self) -> None:
@@ -291,7 +286,6 @@ class Engine:
             run.kill_reason = run.kill_reason or "shutdown"
         await asyncio.gather(*(self._kill(run) for run in runs))
         await asyncio.gather(*self._runners, return_exceptions=True)
-        await asyncio.gather(*self._commands, return_exceptions=True)
         await self._flush_output()
         await self.store.unregister_engine(self.id)
         self.store.on_event = None
@@ -1041,53 +1035,13 @@ class Engine:
             await asyncio.sleep(FLUSH_INTERVAL)  # gather a frame's worth of lines
             await self._flush_output()
 
-    # -- commands from other processes -----------------------------------------------------
+    # -- commands (from this process, or from the socket: tui.daemon.server) ------------
 
-    async def _inbox_loop(self) -> None:
-        while True:
-            for command_id, kind, payload in await self.store.pending_commands():
-                # Shielded: a command that makes the run finish (cancelling the last task)
-                # must still write its reply while the engine stops.
-                job = asyncio.ensure_future(self._run_command(command_id, kind, payload))
-                self._commands.add(job)
-                job.add_done_callback(self._commands.discard)
-                await asyncio.shield(job)
-            await asyncio.sleep(INBOX_POLL)
+    async def handle(self, message: Message[Any]) -> Reply:
+        """Answer one message of ``tui.engine.api`` (its handler: ``tui.engine.handlers``)."""
+        from tui.engine.handlers import handle
 
-    async def _run_command(self, command_id: int, kind: str, payload: dict[str, Any]) -> None:
-        ok, reply = await self.dispatch(kind, payload)
-        await self.store.finish_command(command_id, ok, reply)
-
-    async def dispatch(self, kind: str, payload: dict[str, Any]) -> tuple[bool, str]:
-        """Run one named command; used by the inbox and, later, the daemon socket."""
-        p = payload
-        handlers: dict[str, Callable[[], Awaitable[str]]] = {
-            "approve": lambda: self.approve(p["task_id"]),
-            "cancel": lambda: self.cancel(p["task_id"]),
-            "retry": lambda: self.retry(p["task_id"]),
-            "answer": lambda: self.answer(p["question_id"], p["answer"]),
-            "expire": lambda: self.expire(p["question_id"]),
-            "accept": lambda: self.accept(p["task_id"]),
-            "reject": lambda: self.reject(p["task_id"], p.get("comment", "")),
-            "ask": lambda: self.ask(
-                p["task_id"], int(p["run_id"]), p.get("kind", "question"), p["payload"]
-            ),
-        }
-        try:
-            if kind == "submit":
-                tasks = [Task.model_validate(t) for t in p["tasks"]]
-                approved = p.get("approved")
-                if approved is not None and not isinstance(approved, bool):
-                    raise ValueError("approved must be true, false or absent")
-                return True, " ".join(await self.submit(tasks, approved))
-            handler = handlers.get(kind)
-            if handler is None:
-                return False, f"unknown command {kind!r}"
-            return True, await handler()
-        except EngineError as e:
-            return False, str(e)
-        except (KeyError, ValueError) as e:
-            return False, f"malformed {kind} command: {e}"
+        return await handle(self, message)
 
 
 __all__ = ["Engine", "EngineBusy", "EngineError", "EventRecord", "live_engine_pid"]

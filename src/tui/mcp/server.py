@@ -10,7 +10,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from tui.mcp.launch import SERVER_NAME
+from tui.agents.mcp_launch import SERVER_NAME
 from tui.mcp.tools import ToolFailure, Tools
 
 T = TypeVar("T")

@@ -1,5 +1,5 @@
 """What the MCP tools do, apart from the protocol: each works on the database of the run that
-started the server and reaches the live engine through its command inbox, like `tui ask`."""
+started the server and reaches the engine over its owner's socket, like `tui ask`."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from tui.engine.asking import answer_values, ask_person, question_payload
-from tui.engine.client import connect
+from tui.agents.mcp_launch import ASK_TOOL_ENV, PROJECT_ENV
+from tui.daemon.asking import ask_person
+from tui.daemon.lifecycle import connect
+from tui.engine.asking import answer_values, question_payload
 from tui.engine.scheduler import EngineError
-from tui.mcp.launch import ASK_TOOL_ENV, PROJECT_ENV
 from tui.model.task import Task
 from tui.store.db import Store
 from tui.taskfile import TaskfileError, list_tasks, run_captured
@@ -90,13 +92,10 @@ class Tools:
 
     async def ask_user(self, question: str, options: list[str], multi_select: bool) -> str:
         payload = question_payload(question, options, multi_select)
-        store = await self._store()
         try:
-            q = await ask_person(store, self.run.task_id, self.run.run_id, payload)
+            q = await ask_person(Path(self.run.db), self.run.task_id, self.run.run_id, payload)
         except EngineError as e:
             raise ToolFailure(f"cannot ask the user: {e}") from None
-        finally:
-            await store.close()
         values = answer_values(q, question) if q is not None else None
         if values is None:
             raise ToolFailure("the user did not answer (the question was closed)")
@@ -119,7 +118,10 @@ class Tools:
             agent = parent.task.agent.model_copy(update={"instructions": instructions})
             child = Task(name=name, description=description, parent_task_id=parent.id, agent=agent)
             client = await connect(store)
-            [task_id] = await client.submit([child])
+            try:
+                [task_id] = await client.submit([child])
+            finally:
+                await client.aclose()
         except EngineError as e:
             raise ToolFailure(f"cannot create subtask {name!r}: {e}") from None
         finally:

@@ -96,7 +96,7 @@ def _deps(by_id: dict[str, TaskEntry], task_id: str) -> list[str]:
 
 def _cycle_issue(cycle: list[str], by_id: dict[str, TaskEntry]) -> Issue:
     first = by_id[cycle[0]]
-    names = [by_id[i].task.name if by_id[i].task else i for i in cycle]
+    names = [t.name if (t := by_id[i].task) else i for i in cycle]
     text = " -> ".join([*names, names[0]])
     following = cycle[1] if len(cycle) > 1 else cycle[0]
     where = ("depends_on", first.dep_index.get(following, 0))

@@ -7,9 +7,10 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
+from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE
 from tui.model.output_format import OutputFormat
 from tui.model.suggest import did_you_mean
-from tui.model.task import AGENT_TYPES, AgentConfig, RetryConfig, Task
+from tui.model.task import AgentConfig, RetryConfig, Task
 from tui.model.variables import Variable
 
 _DURATION_FIX = 'write a Go duration such as "30m", "1h30m" or "45s", or 0 for no limit'
@@ -22,7 +23,7 @@ FIXES: dict[str, str] = {
     "agent": "add an `agent:` mapping with at least `instructions: <what to do>`",
     "agent.instructions": "add `instructions: <what the agent should do>` under `agent:`",
     "agent.task": "add `task: <name>` under `agent:`, a task listed by `task --list-all`",
-    "agent.type": f"use one of {', '.join(AGENT_TYPES)}; leave it out for claude",
+    "agent.type": f"use one of {', '.join(AGENT_TYPES)}; leave it out for {DEFAULT_TYPE}",
     "agent.permission_mode": "use one of the listed modes, or leave it out for the default",
     "agent.max_budget_usd": "use a dollar amount >= 0, or 0 for no budget limit",
     "timeout": _DURATION_FIX,

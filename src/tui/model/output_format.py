@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tui.model.choices import one_of
+
 OUTPUT_TYPES = ("json", "text")
 SCHEMAS = ("object", "array", "string[]", "number", "boolean")
 # Agents often wrap JSON in a Markdown fence; the last fenced block is the answer.
@@ -29,16 +31,12 @@ class OutputFormat(BaseModel):
     @field_validator("type", mode="before")
     @classmethod
     def _check_type(cls, value: Any) -> Any:
-        from tui.model.task import _one_of
-
-        return _one_of("output_format.type", value, OUTPUT_TYPES, optional=False)
+        return one_of("output_format.type", value, OUTPUT_TYPES, optional=False)
 
     @field_validator("schema_", mode="before")
     @classmethod
     def _check_schema(cls, value: Any) -> Any:
-        from tui.model.task import _one_of
-
-        return _one_of("output_format.schema", value, ("", *SCHEMAS), optional=True)
+        return one_of("output_format.schema", value, ("", *SCHEMAS), optional=True)
 
     @model_validator(mode="after")
     def _schema_needs_json(self) -> OutputFormat:

@@ -8,10 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_serializer, field_validator
 
+from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE
+from tui.model.choices import one_of, required_text
 from tui.model.duration import format_duration, parse_duration
 from tui.model.output_format import OutputFormat
 from tui.model.secrets import refuse_secrets
-from tui.model.suggest import did_you_mean
 from tui.model.variables import Variable
 
 
@@ -47,27 +48,8 @@ class PermissionMode(StrEnum):
     DELEGATE = "delegate"
 
 
-AGENT_TYPES = ("claude", "shell", "gemini", "codex", "taskfile")
-
 # Columns the engine owns; a YAML file setting them is warned, not rejected.
 RUNTIME_FIELDS = ("state", "rejection_comment", "question_json", "created_at", "updated_at")
-
-
-def _one_of(field: str, value: Any, choices: tuple[str, ...], optional: bool) -> str:
-    """Return ``value`` if it is an allowed choice, else raise a message a person can act on."""
-    if isinstance(value, str) and value in choices:
-        return value
-    shown = ", ".join(c for c in choices if c)
-    tail = " (or leave it out)" if optional else ""
-    guess = did_you_mean(value, [c for c in choices if c]) if isinstance(value, str) else []
-    hint = f"; did you mean '{guess[0]}'?" if guess else ""
-    raise ValueError(f"{field} must be one of {shown}{tail}; got {value!r}{hint}")
-
-
-def _required_text(field: str, value: Any) -> Any:
-    if isinstance(value, str) and not value.strip():
-        raise ValueError(f"{field} must not be empty")
-    return value
 
 
 class _Model(BaseModel):
@@ -75,7 +57,7 @@ class _Model(BaseModel):
 
 
 class AgentConfig(_Model):
-    type: str = "claude"
+    type: str = DEFAULT_TYPE
     model: str = ""
     context_files: list[str] = Field(default_factory=list)
     instructions: str = ""
@@ -105,13 +87,13 @@ class AgentConfig(_Model):
     @field_validator("type", mode="before")
     @classmethod
     def _check_type(cls, value: Any) -> Any:
-        return _one_of("agent.type", value, AGENT_TYPES, optional=True)
+        return one_of("agent.type", value, AGENT_TYPES, optional=True)
 
     @field_validator("permission_mode", mode="before")
     @classmethod
     def _check_permission_mode(cls, value: Any) -> Any:
         choices = tuple(m.value for m in PermissionMode)
-        return _one_of("agent.permission_mode", value, choices, optional=True)
+        return one_of("agent.permission_mode", value, choices, optional=True)
 
     @field_validator("instructions")
     @classmethod
@@ -120,7 +102,7 @@ class AgentConfig(_Model):
         # A Taskfile task names `task` instead (a stored one reads back with "" here).
         if info.data.get("type") == "taskfile":
             return value
-        return _required_text("agent.instructions", value)
+        return required_text("agent.instructions", value)
 
 
 class RetryConfig(_Model):
@@ -132,7 +114,7 @@ class RetryConfig(_Model):
     @field_validator("backoff", mode="before")
     @classmethod
     def _check_backoff(cls, value: Any) -> Any:
-        return _one_of("retry.backoff", value, tuple(b.value for b in Backoff), optional=True)
+        return one_of("retry.backoff", value, tuple(b.value for b in Backoff), optional=True)
 
     @field_validator("delay", mode="before")
     @classmethod
@@ -168,12 +150,12 @@ class Task(_Model):
     @field_validator("id")
     @classmethod
     def _check_id(cls, value: str) -> str:
-        return _required_text("id", value)
+        return required_text("id", value)
 
     @field_validator("name")
     @classmethod
     def _check_name(cls, value: str) -> str:
-        return _required_text("name", value)
+        return required_text("name", value)
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -183,7 +165,7 @@ class Task(_Model):
     @field_validator("priority", mode="before")
     @classmethod
     def _check_priority(cls, value: Any) -> Any:
-        return _one_of("priority", value, tuple(p.value for p in Priority), optional=True)
+        return one_of("priority", value, tuple(p.value for p in Priority), optional=True)
 
     @field_validator("depends_on", mode="before")
     @classmethod

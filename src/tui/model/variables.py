@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from tui.model.choices import one_of
 from tui.model.suggest import did_you_mean
 
 VAR_TYPES = ("string", "number", "boolean")
@@ -35,9 +36,7 @@ class Variable(BaseModel):
     @field_validator("type", mode="before")
     @classmethod
     def _check_type(cls, value: Any) -> Any:
-        from tui.model.task import _one_of
-
-        return _one_of("type", value, VAR_TYPES, optional=False)
+        return one_of("type", value, VAR_TYPES, optional=False)
 
 
 def _type_ok(kind: str, value: Any) -> bool:

@@ -789,7 +789,7 @@ class Store:
                 raise StoreError(f"question id {question_id!r} is ambiguous; give more of it")
         return QuestionRecord.from_row(rows[0]) if rows else None
 
-    # -- engines and their command inbox -----------------------------------------------------
+    # -- engines -----------------------------------------------------
 
     async def register_engine(self, engine_id: str, pid: int, proc_start: int | None) -> None:
         args = (engine_id, pid, proc_start, time.time())
@@ -815,48 +815,29 @@ class Store:
             write=False,
         )
 
-    async def enqueue_command(self, kind: str, payload: dict[str, Any]) -> int:
-        args = (kind, json.dumps(payload), time.time())
-        return await self._call(
-            lambda t: int(
-                t.db.execute(
-                    "INSERT INTO commands (kind, payload, created_at) VALUES (?,?,?)", args
-                ).lastrowid
-                or 0
-            )
-        )
+    async def set_engine_socket(self, engine_id: str, socket: str) -> None:
+        """Where the engine serves its clients (tui.daemon.server)."""
+        args = (socket, engine_id)
+        await self._call(lambda t: t.db.execute("UPDATE engines SET socket = ? WHERE id = ?", args))
 
-    async def pending_commands(self) -> list[tuple[int, str, dict[str, Any]]]:
-        rows = await self._call(
-            lambda t: t.all(
-                "SELECT id, kind, payload FROM commands WHERE done_at IS NULL ORDER BY id"
-            ),
-            write=False,
-        )
-        return [(i, k, json.loads(p)) for i, k, p in rows]
 
-    async def finish_command(self, command_id: int, ok: bool, reply: str) -> bool:
-        """Mark a command done; False if it was already done (exactly once)."""
-        args = (time.time(), int(ok), reply, command_id)
-        return await self._call(
-            lambda t: (
-                t.db.execute(
-                    "UPDATE commands SET done_at = ?, ok = ?, reply = ?"
-                    " WHERE id = ? AND done_at IS NULL",
-                    args,
-                ).rowcount
-                == 1
-            )
-        )
-
-    async def command_reply(self, command_id: int) -> tuple[bool, str] | None:
-        row = await self._call(
-            lambda t: t.one("SELECT done_at, ok, reply FROM commands WHERE id = ?", (command_id,)),
-            write=False,
-        )
-        if not row or row[0] is None:
-            return None
-        return bool(row[1]), row[2] or ""
+def engine_sockets(path: Path) -> list[tuple[int, int | None, str]]:
+    """(pid, process start time, socket) of engines of the database at ``path`` that have not
+    said they stopped, read without creating or migrating anything (none if it does not exist
+    or predates the socket column)."""
+    if not path.exists():
+        return []
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute(
+                "SELECT pid, proc_start, socket FROM engines"
+                " WHERE stopped_at IS NULL AND socket IS NOT NULL ORDER BY started_at"
+            ).fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return []
 
 
 @dataclass(frozen=True)

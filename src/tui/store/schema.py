@@ -124,4 +124,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE output ADD COLUMN lines INTEGER NOT NULL DEFAULT 1;
     """,
+    # v3: commands reach the engine over the socket of whoever owns the database, never
+    # through a table; each engine records that socket, so a client with another
+    # XDG_RUNTIME_DIR still finds it.
+    """
+    DROP TABLE commands;
+    ALTER TABLE engines ADD COLUMN socket TEXT;
+    """,
 ]

@@ -12,6 +12,7 @@ import pytest
 from tests.agents.claude.model_server import ModelServer
 from tests.agents.cli_support import cli_path
 from tests.agents.cli_support import needs_cli as needs_cli_named
+from tests.conftest import owned_engine
 from tui.agents.claude import ClaudeAdapter
 from tui.agents.shell import ShellAdapter
 from tui.engine.scheduler import Engine
@@ -45,7 +46,8 @@ def adapter(model: ModelServer, tmp_path: Path) -> ClaudeAdapter:
 
 @pytest.fixture
 async def engine(store: Store, adapter: ClaudeAdapter) -> AsyncIterator[Engine]:
-    async with Engine(
+    # Owning the database as `tui run` does: the MCP tools of a run reach it over its socket.
+    async with owned_engine(
         store, adapters={"claude": adapter, "shell": ShellAdapter()}, kill_grace=1.0
     ) as e:
         yield e

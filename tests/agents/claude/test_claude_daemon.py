@@ -15,8 +15,8 @@ from tests.agents.claude.conftest import CLAUDE_BIN, claude_task, needs_cli
 from tests.agents.claude.model_server import ModelServer, text, tool_use
 from tests.agents.claude.test_claude_cli import transcript_has
 from tui.daemon.lifecycle import _alive, ensure
-from tui.engine.procs import group_members
 from tui.model.states import State
+from tui.procs.process import group_members
 from tui.store.db import Store
 
 pytestmark = needs_cli

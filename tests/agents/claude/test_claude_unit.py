@@ -11,7 +11,6 @@ import pytest
 
 from tests.agents.claude.conftest import claude_task
 from tests.conftest import wait_state
-from tui.agents.base import AdapterError
 from tui.agents.claude import NOT_FOUND, ClaudeAdapter
 from tui.agents.claude_protocol import (
     answer_approval,
@@ -27,6 +26,7 @@ from tui.agents.claude_protocol import (
     resume_prompt,
 )
 from tui.agents.shell import ShellAdapter
+from tui.engine.adapter import AdapterError
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import AgentConfig

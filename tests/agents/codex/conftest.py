@@ -12,6 +12,7 @@ import pytest
 from tests.agents.cli_support import cli_path
 from tests.agents.cli_support import needs_cli as needs_cli_named
 from tests.agents.codex.responses_server import ResponsesServer
+from tests.conftest import owned_engine
 from tui.agents.codex import CodexAdapter
 from tui.agents.shell import ShellAdapter
 from tui.engine.scheduler import Engine
@@ -52,7 +53,8 @@ def adapter(responses: ResponsesServer, codex_home: Path) -> CodexAdapter:
 
 @pytest.fixture
 async def engine(store: Store, adapter: CodexAdapter) -> AsyncIterator[Engine]:
-    async with Engine(
+    # Owning the database as `tui run` does: the MCP tools of a run reach it over its socket.
+    async with owned_engine(
         store, adapters={"codex": adapter, "shell": ShellAdapter()}, kill_grace=1.0
     ) as e:
         yield e

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from tui.agents.base import AdapterError
 from tui.agents.codex_protocol import (
     BYPASS,
     DEFAULT_PRICES,
@@ -21,6 +20,7 @@ from tui.agents.codex_protocol import (
     see,
 )
 from tui.agents.gemini_protocol import Price, price_for, price_table
+from tui.engine.adapter import AdapterError
 from tui.model.states import State
 from tui.model.task import AgentConfig
 from tui.store.records import RunRecord

@@ -13,6 +13,7 @@ import pytest
 from tests.agents.cli_support import cli_path
 from tests.agents.cli_support import needs_cli as needs_cli_named
 from tests.agents.gemini.gemini_server import GeminiServer
+from tests.conftest import owned_engine
 from tui.agents.gemini import GeminiAdapter
 from tui.agents.shell import ShellAdapter
 from tui.engine.scheduler import Engine
@@ -53,7 +54,8 @@ def adapter(gemini: GeminiServer, home: Path) -> GeminiAdapter:
 
 @pytest.fixture
 async def engine(store: Store, adapter: GeminiAdapter) -> AsyncIterator[Engine]:
-    async with Engine(
+    # Owning the database as `tui run` does: the MCP tools of a run reach it over its socket.
+    async with owned_engine(
         store, adapters={"gemini": adapter, "shell": ShellAdapter()}, kill_grace=1.0
     ) as e:
         yield e

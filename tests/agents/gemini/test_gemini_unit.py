@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from tests.agents.gemini.conftest import gemini_task
-from tui.agents.base import AdapterError
 from tui.agents.gemini import NOT_FOUND, GeminiAdapter
 from tui.agents.gemini_protocol import (
     PRICES_ENV,
@@ -22,6 +21,7 @@ from tui.agents.gemini_protocol import (
     usage_of,
     with_system_append,
 )
+from tui.engine.adapter import AdapterError
 from tui.model.states import State
 from tui.model.task import AgentConfig
 

@@ -170,7 +170,7 @@ def _isotonic(values: list[float], weights: list[float]) -> list[float]:
     return out
 
 
-def _fill_gaps(values: list[float | None]) -> None:
+def _fill_gaps(values: list[float | None]) -> list[float]:
     """Replace each None by the nearest value on its left (else on its right, else 0)."""
     last: float | None = None
     for i, v in enumerate(values):
@@ -184,6 +184,7 @@ def _fill_gaps(values: list[float | None]) -> None:
             values[i] = 0.0 if last is None else last
         else:
             last = values[i]
+    return [0.0 if v is None else v for v in values]  # no None is left: this says so to mypy
 
 
 def _place(
@@ -232,8 +233,7 @@ def _place(
                 else:  # nothing to align with: stay packed beside the nearest item that has
                     wanted.append(None)
                     weights.append(0.01)
-            _fill_gaps(wanted)
-            for v, s in zip(layer, _isotonic(wanted, weights), strict=True):
+            for v, s in zip(layer, _isotonic(_fill_gaps(wanted), weights), strict=True):
                 x[v] = offsets[v] + s
     # Integer columns: rounding the (non-decreasing) shifts keeps them non-decreasing.
     cols = {v: offsets[v] + round(x[v] - offsets[v]) for v in x}

@@ -302,14 +302,14 @@ class DagView(ScrollView, can_focus=True):
 
     def action_move_up(self) -> None:
         box = self._current()
-        if box is None:
+        if box is None or self.selected is None:
             self._move(self._first())
             return
         self._move(self._nearest(self._layout.parents[self.selected], box))
 
     def action_move_down(self) -> None:
         box = self._current()
-        if box is None:
+        if box is None or self.selected is None:
             self._move(self._first())
             return
         self._move(self._nearest(self._layout.children[self.selected], box))

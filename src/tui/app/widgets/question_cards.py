@@ -291,7 +291,8 @@ class ChoiceCard(QuestionCard):
         sub.cursor = n - 1
         self._choose(sub)
 
-    def action_toggle(self) -> None:
+    # The space key's "toggle" action: Textual's own action_toggle(attribute) is not used here.
+    def action_toggle(self) -> None:  # type: ignore[override]
         if self.subs:
             self._choose(self.subs[self.current])
 

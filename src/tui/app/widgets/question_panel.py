@@ -170,7 +170,7 @@ class QuestionPanel(VerticalScroll):
         if open_cards:
             open_cards[0].focus(scroll_visible)
             return self
-        return super().focus(scroll_visible)  # type: ignore[return-value]
+        return super().focus(scroll_visible)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -184,11 +184,12 @@ class QuestionPanel(VerticalScroll):
     def _refocus_after(self, gone: list[QuestionCard], old_order: list[str]) -> None:
         """Focus was in a card about to go: move it to the open card that took its place."""
         gone_ids = {c.question_id for c in gone}
+        focused = self.screen.focused
         focused_id = next(
             (
                 c.question_id
                 for c in gone
-                if self.screen.focused is c or c in self.screen.focused.ancestors
+                if focused is not None and (focused is c or c in focused.ancestors)
             ),
             None,
         )

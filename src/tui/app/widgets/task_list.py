@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -35,7 +35,7 @@ from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
 OPTIONAL_EMPTY = frozenset({"time", "cost", "tags", "note"})  # hidden while no row has any
-SORTS: dict[str, Callable[[TaskRecord], object]] = {
+SORTS: dict[str, Callable[[TaskRecord], Any]] = {
     "submitted": lambda r: r.submit_seq,
     "state": lambda r: (list(State).index(r.state), r.submit_seq),
     "name": lambda r: (r.name.lower(), r.submit_seq),
@@ -234,7 +234,7 @@ class TaskList(ScrollView, can_focus=True):
     def rebuild(self) -> None:
         """Filter and sort again, keeping the selected task under the cursor when it stays."""
         selected = self.selected_id
-        rows = self.records.values()
+        rows: Iterable[TaskRecord] = self.records.values()
         if self.filter:
             rows = [r for r in rows if self.filter.matches(r)]
         ordered = sorted(rows, key=SORTS[self.sort_key])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.engine.procs import (
+from tui.procs.process import (
     Child,
     PipeReader,
     ProcIdentity,
@@ -210,7 +210,7 @@ async def test_stat_parsing_with_hostile_comm(tmp_path: Path) -> None:
 
 _DAEMON = """
 import json, os, subprocess, sys
-from tui.engine.procs import proc_start_time
+from tui.procs.process import proc_start_time
 
 p = subprocess.Popen(
     ["bash", "-c", "sleep 300 & echo $!; sleep 300 & echo $!; echo ready; wait"],

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tui.agents.lines import MAX_LINE_CHARS, LineSplitter, read_lines
+from tui.procs.lines import MAX_LINE_CHARS, LineSplitter, read_lines
 
 
 def split_all(*chunks: bytes) -> list[str]:

@@ -1,13 +1,23 @@
-"""The contract between the engine and one agent CLI adapter."""
+"""The contract between the engine and one agent CLI adapter, and the adapters by agent.type.
+
+The engine owns this contract; adapters (tui.agents) implement it. The engine never imports an
+adapter: whoever makes an Engine passes ``adapters``, or gets ``declared_adapters()``, which
+imports the module each agent kind declares (tui.model.agent_kinds) the first time a task of
+that kind runs, so a run of shell tasks does not pay for loading the claude, gemini and codex
+protocols (and the MCP glue).
+"""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tui.engine.procs import Child
+from tui.model.agent_kinds import KINDS
 from tui.model.states import State
 from tui.model.task import Task
+from tui.procs.process import Child
 from tui.store.records import QuestionRecord, RunRecord
 
 
@@ -61,3 +71,30 @@ class Adapter(Protocol):
 
 class AdapterError(Exception):
     """The task cannot start (missing file, bad directory...). Shown to the user as is."""
+
+
+class LazyAdapters(Mapping[str, "Adapter"]):
+    """Adapters by agent.type from ``"module:Class"`` paths, each made when first asked for."""
+
+    def __init__(self, paths: Mapping[str, str]) -> None:
+        self._paths = dict(paths)
+        self._made: dict[str, Adapter] = {}
+
+    def __getitem__(self, agent_type: str) -> Adapter:
+        adapter = self._made.get(agent_type)
+        if adapter is None:
+            module, _, name = self._paths[agent_type].partition(":")
+            adapter = getattr(importlib.import_module(module), name)()
+            self._made[agent_type] = adapter
+        return adapter
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+def declared_adapters() -> Mapping[str, Adapter]:
+    """One adapter for every declared agent kind (see the module docstring)."""
+    return LazyAdapters({k.name: k.adapter for k in KINDS.values()})

@@ -7,7 +7,7 @@ import os
 import sys
 
 from tui.agents.claude_protocol import build_argv
-from tui.mcp.launch import (
+from tui.agents.mcp_launch import (
     claude_mcp_config,
     claude_tool_rule,
     codex_config_args,
@@ -80,6 +80,8 @@ def test_only_engine_runs_that_did_not_opt_out_get_the_server() -> None:
     assert wanted(RUN_ENV, AgentConfig(instructions="x"))
     assert not wanted(RUN_ENV, AgentConfig(instructions="x", mcp=False))
     assert not wanted({"HOME": "/h"}, AgentConfig(instructions="x"))  # not run by an engine
+    # A shell script gets no MCP server: its kind is declared without one.
+    assert not wanted(RUN_ENV, AgentConfig(type="shell", instructions="x"))
 
 
 def test_codex_gets_one_inline_table_with_approval_and_a_startup_wait() -> None:

@@ -10,6 +10,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 
+from tui.model.agent_kinds import KINDS
 from tui.model.task import AgentConfig
 
 SERVER_NAME = "tui"  # claude shows the tools as mcp__tui__ask_user ...
@@ -25,9 +26,11 @@ GEMINI_ASK_TOOL = "ask_person"
 
 
 def wanted(run_env: Mapping[str, str], agent: AgentConfig) -> bool:
-    """Whether a run gets tui's server: not when the task opts out (agent.mcp: false), nor
-    outside an engine run (no TUI_* env: there is no run for the tools to serve)."""
-    return agent.mcp and all(run_env.get(k) for k in ENV_KEYS)
+    """Whether a run gets tui's server: only for a kind that can take one (see
+    tui.model.agent_kinds), not when the task opts out (agent.mcp: false), nor outside an engine
+    run (no TUI_* env: there is no run for the tools to serve)."""
+    kind = KINDS.get(agent.type)
+    return kind is not None and kind.mcp and agent.mcp and all(run_env.get(k) for k in ENV_KEYS)
 
 
 def server_env(run_env: Mapping[str, str], agent: AgentConfig) -> dict[str, str]:

@@ -1,0 +1,77 @@
+"""Every `agent.type` tui knows, declared once.
+
+A new agent CLI is one ``AgentKind`` here plus its adapter module: the task model's validation,
+the config's ``[agents.NAME]`` types and built-in agents, `tui doctor`'s probe, the MCP wiring
+and the engine's adapters all derive from this table. The adapter is named as ``module:Class``
+and imported the first time a task of its kind runs, so this module imports nothing of tui's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AgentKind:
+    name: str
+    adapter: str  # "module:Class" of its adapter, imported when first needed
+    cli: str = ""  # the agent CLI it drives; "" = nothing to install (shell, taskfile)
+    install: str = ""  # how to install that CLI, for the "not found" message
+    models: bool = False  # takes agent.model and a config agent's models/default_model
+    mcp: bool = False  # the CLI can be given tui's MCP server (agent.mcp)
+    configurable: bool = True  # may be the type of a config [agents.NAME] table
+    version_args: tuple[str, ...] = ("--version",)  # `tui doctor`'s probe of the CLI
+
+    @property
+    def bin_env(self) -> str:
+        """The variable that names another binary for the CLI (e.g. TUI_CLAUDE_BIN)."""
+        return f"TUI_{self.name.upper()}_BIN" if self.cli else ""
+
+    @property
+    def builtin(self) -> bool:
+        """Usable by name (agent = "claude") without an [agents.NAME] table."""
+        return bool(self.cli)
+
+    @property
+    def not_found(self) -> str:
+        return f"{self.cli} CLI not found: install with {self.install}, or set {self.bin_env}"
+
+
+# In the order messages list them; the first is the default agent.type.
+KINDS: dict[str, AgentKind] = {
+    k.name: k
+    for k in (
+        AgentKind(
+            "claude",
+            "tui.agents.claude:ClaudeAdapter",
+            cli="claude",
+            install="npm i -g @anthropic-ai/claude-code",
+            models=True,
+            mcp=True,
+        ),
+        AgentKind("shell", "tui.agents.shell:ShellAdapter"),
+        AgentKind(
+            "gemini",
+            "tui.agents.gemini:GeminiAdapter",
+            cli="gemini",
+            install="npm i -g @google/gemini-cli",
+            models=True,
+            mcp=True,
+        ),
+        AgentKind(
+            "codex",
+            "tui.agents.codex:CodexAdapter",
+            cli="codex",
+            install="npm i -g @openai/codex",
+            models=True,
+            mcp=True,
+        ),
+        # Taskfile tasks come from the project's Taskfile, not from config agents.
+        AgentKind("taskfile", "tui.agents.taskfile:TaskfileAdapter", configurable=False),
+    )
+}
+
+AGENT_TYPES = tuple(KINDS)
+DEFAULT_TYPE = AGENT_TYPES[0]
+CONFIG_TYPES = tuple(k.name for k in KINDS.values() if k.configurable)
+BUILTIN_AGENTS = tuple(k.name for k in KINDS.values() if k.builtin)
