@@ -658,7 +658,7 @@ class TuiApp(App[None]):
     def _ask_text(
         self,
         title: str,
-        then: Callable[[str], Awaitable[None] | None],
+        then: Callable[[str], object],  # may return an awaitable
         placeholder: str = "",
         *,
         paths: bool = False,
