@@ -1,10 +1,17 @@
 """Taskfile tasks: the project's `.agent/Taskfile.yml`, driven by the real go-task binary.
 
-Listing asks `task --list --json` (tasks with a `desc`; `internal: true` ones never show), so
-what tui offers is exactly what `task --list` prints. Running builds an argv (never a shell
-string): `task --taskfile FILE --exit-code NAME -- ARGS...`, where ARGS reach the Taskfile as
-`{{.CLI_ARGS}}` and `--exit-code` passes the command's real exit code through (go-task says 201
-for any failing command otherwise).
+Listing asks `task --list-all --json`; what tui offers is what `task --list` prints (tasks with
+a `desc`), plus tasks described only by a `summary:`; `internal: true` ones never show. A
+task's `label:` is shown, never used as its name: go-task runs a task by its real name.
+Wildcard tasks (`release:*`) are listed as patterns and run by a matching name
+(`release:1.2.3`), which go-task hands to the task as `{{.MATCH}}`.
+
+Running builds an argv (never a shell string): `task --taskfile FILE --exit-code NAME K=V...
+-- ARGS...`, where K=V are go-task variables (what `requires: vars` asks for) and ARGS reach
+the Taskfile as `{{.CLI_ARGS}}`. `--exit-code` passes the command's real exit code through
+(go-task says 201 for any failing command otherwise). `--yes` is passed only when a person
+said yes to the task's `prompt:` (see :func:`prompts_of`); otherwise go-task refuses to run a
+task with a prompt.
 """
 
 from __future__ import annotations
@@ -12,19 +19,35 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from tui.model.suggest import did_you_mean
 from tui.model.task import Task
 
-TASKFILE_NAMES = ("Taskfile.yml", "Taskfile.yaml")
+# go-task's own search order (taskfile/taskfile.go, DefaultTaskfiles).
+TASKFILE_NAMES = (
+    "Taskfile.yml",
+    "taskfile.yml",
+    "Taskfile.yaml",
+    "taskfile.yaml",
+    "Taskfile.dist.yml",
+    "taskfile.dist.yml",
+    "Taskfile.dist.yaml",
+    "taskfile.dist.yaml",
+)
 AGENT_DIR = ".agent"
 LIST_TIMEOUT = 30.0  # seconds; listing only parses the file, so this is generous
+MISSING_VARS_EXIT = 206  # go-task: a task's `requires: vars` are not all set
+VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 NOT_FOUND = (
     "the go-task binary `task` was not found next to this Python or on PATH: "
     "reinstall tui (it depends on go-task-bin) or `pip install go-task-bin`"
@@ -37,19 +60,53 @@ class TaskfileError(Exception):
 
 @dataclass(frozen=True)
 class TaskfileTask:
-    """One runnable task of a Taskfile, as a template users can pick."""
+    """One runnable task of a Taskfile (or a wildcard pattern of them), as a template."""
 
-    name: str
-    desc: str
+    name: str  # the real name (`release:*` for a wildcard task); never the label
+    desc: str  # `desc:`, else the `summary:`
     file: str  # absolute path of the Taskfile that defines it
     source: str = "taskfile"
+    label: str = ""  # `label:` as go-task shows it, when it differs from the name
+    prompts: tuple[str, ...] = ()  # `prompt:` texts a person must confirm before it runs
+    requires: tuple[str, ...] = ()  # `requires: vars` names
+    line: int = 0  # where the task is defined in ``file``
+    aliases: tuple[str, ...] = ()  # `aliases:`: go-task runs the task by these too
 
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "desc": self.desc, "source": self.source, "file": self.file}
+    @property
+    def wildcard(self) -> bool:
+        return "*" in self.name
+
+    def matches(self, name: str) -> bool:
+        """go-task's rule: the name or an alias, or a pattern of them whose each `*`
+        matches any text."""
+        return any(_matches(pattern, name) for pattern in (self.name, *self.aliases))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "desc": self.desc,
+            "source": self.source,
+            "file": self.file,
+        }
+        for key in ("label", "prompts", "requires", "aliases"):
+            if value := getattr(self, key):
+                out[key] = list(value) if isinstance(value, tuple) else value
+        if self.wildcard:
+            out["wildcard"] = True
+        return out
+
+
+def _matches(pattern: str, name: str) -> bool:
+    if name == pattern:
+        return True
+    if "*" not in pattern:
+        return False
+    parts = (re.escape(p) for p in pattern.split("*"))
+    return re.fullmatch("(.*)".join(parts), name, re.DOTALL) is not None
 
 
 def find_taskfile(project_dir: str | os.PathLike[str]) -> Path | None:
-    """``<project_dir>/.agent/Taskfile.yml`` (or ``.yaml``) if it exists."""
+    """The project's `.agent/` Taskfile, by go-task's own list of names and in its order."""
     base = Path(os.path.expanduser(project_dir)) / AGENT_DIR
     for name in TASKFILE_NAMES:
         path = base / name
@@ -82,8 +139,7 @@ def list_tasks(
 
 
 def list_file(path: Path, *, all_tasks: bool = False) -> list[TaskfileTask]:
-    flag = "--list-all" if all_tasks else "--list"
-    argv = [task_binary(), flag, "--json", "--no-status", "--taskfile", str(path)]
+    argv = [task_binary(), "--list-all", "--json", "--no-status", "--taskfile", str(path)]
     try:
         done = subprocess.run(
             argv,
@@ -95,18 +151,46 @@ def list_file(path: Path, *, all_tasks: bool = False) -> list[TaskfileTask]:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        late = f"{path}: `task {flag}` did not finish in {LIST_TIMEOUT:.0f}s"
+        late = f"{path}: `task --list-all` did not finish in {LIST_TIMEOUT:.0f}s"
         raise TaskfileError(late) from None
-    # With no described task go-task prints an empty list and exits 1: the JSON decides.
+    # With no task at all go-task prints an empty list and exits 1: the JSON decides.
     data = _parse(done.stdout)
     if data is None:
-        said = " ".join(done.stderr.split()) or f"exit code {done.returncode}"
-        raise TaskfileError(f"{path} cannot be loaded: {_strip_prefix(said)}")
-    return [
-        TaskfileTask(name=str(t["name"]), desc=str(t.get("desc") or ""), file=str(path))
-        for t in data["tasks"]
-        if isinstance(t, dict) and t.get("name")
-    ]
+        said = go_task_said(done.stderr) or f"exit code {done.returncode}"
+        raise TaskfileError(f"{path} cannot be loaded:\n{said}")
+    details = _Details()
+    out = []
+    for t in data["tasks"]:
+        if not isinstance(t, dict) or not t.get("name"):
+            continue
+        name = str(t.get("task") or t["name"])
+        desc = str(t.get("desc") or "").strip() or str(t.get("summary") or "").strip()
+        if not desc and not all_tasks:
+            continue  # what `task --list` leaves out
+        where = t.get("location") or {}
+        file = str(where.get("taskfile") or path)
+        line = int(where.get("line") or 0)
+        raw = details.task(file, line)
+        label = str(t["name"]) if str(t["name"]) != name else ""
+        out.append(
+            TaskfileTask(
+                name=name,
+                desc=desc,
+                file=file,
+                label=label,
+                prompts=_texts(raw.get("prompt")),
+                requires=_required(raw.get("requires")),
+                line=line,
+                aliases=tuple(str(a) for a in t.get("aliases") or () if a),
+            )
+        )
+    return out
+
+
+def go_task_said(stderr: str) -> str:
+    """go-task's own error lines, one per line, without its `task: ` prefix."""
+    lines = (ln.rstrip().removeprefix("task: ") for ln in stderr.splitlines())
+    return "\n".join(ln for ln in lines if ln.strip())
 
 
 def _parse(stdout: str) -> dict[str, Any] | None:
@@ -119,36 +203,161 @@ def _parse(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def _strip_prefix(text: str) -> str:
-    return text.removeprefix("task: ")
+class _Details:
+    """A task's own YAML (its prompt and required vars, which `--json` does not carry),
+    found by the file and line go-task reports. Unreadable YAML gives nothing: go-task,
+    which read it, still refuses a prompt without `--yes`."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, dict[int, dict[str, Any]]] = {}
+
+    def task(self, file: str, line: int) -> dict[str, Any]:
+        if file not in self._files:
+            self._files[file] = _tasks_by_line(file)
+        return self._files[file].get(line, {})
+
+
+def _tasks_by_line(file: str) -> dict[int, dict[str, Any]]:
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    if not isinstance(root, yaml.MappingNode) or not isinstance(data, dict):
+        return {}
+    tasks = data.get("tasks")
+    if not isinstance(tasks, dict):
+        return {}
+    out: dict[int, dict[str, Any]] = {}
+    for key, value in root.value:
+        if getattr(key, "value", None) != "tasks" or not isinstance(value, yaml.MappingNode):
+            continue
+        for task_key, _ in value.value:
+            body = tasks.get(task_key.value)
+            if isinstance(body, dict):
+                out[task_key.start_mark.line + 1] = body
+    return out
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    """`prompt:` is a string or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    return tuple(str(v).strip() for v in items if isinstance(v, str | int | float) and str(v))
+
+
+def _required(value: Any) -> tuple[str, ...]:
+    """`requires: {vars: [NAME, {name: NAME, enum: [...]}]}` -> the names."""
+    names = value.get("vars") if isinstance(value, dict) else None
+    if not isinstance(names, list):
+        return ()
+    out = [v.get("name") if isinstance(v, dict) else v for v in names]
+    return tuple(str(n) for n in out if n)
+
+
+def internal_names(path: Path) -> set[str]:
+    """Names of the root Taskfile's `internal: true` tasks (go-task never lists them)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return set()
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(tasks, dict):
+        return set()
+    return {str(k) for k, v in tasks.items() if isinstance(v, dict) and v.get("internal")}
+
+
+def find_task(path: Path, name: str) -> TaskfileTask:
+    """The task ``name`` runs (a wildcard pattern's entry for a matching name); TaskfileError
+    naming the file, and a "did you mean", when there is none."""
+    entries = list_file(path, all_tasks=True)
+    exact = [e for e in entries if e.name == name or name in e.aliases]
+    found = exact or [e for e in entries if e.matches(name)]
+    if found:
+        return found[0]
+    if name in internal_names(path):
+        raise TaskfileError(
+            f"{path}: task {name!r} is internal (`internal: true`): only other tasks of the "
+            "Taskfile can run it; run one of those, or remove `internal`"
+        )
+    labelled = [e.name for e in entries if e.label == name]
+    guess = labelled or did_you_mean(name, [e.name for e in entries])
+    hint = f"did you mean {guess[0]!r}? " if guess else ""
+    if labelled:
+        hint = f"{name!r} is the label of task {labelled[0]!r}: run it by that name. "
+    raise TaskfileError(
+        f"{path} has no task {name!r}; {hint}(`tui task --list` shows them; "
+        "fix agent.task or the Taskfile)"
+    )
 
 
 def check_task(path: Path, name: str) -> None:
-    """TaskfileError naming the file and the tasks it has when ``name`` is not one of them."""
-    names = [t.name for t in list_file(path, all_tasks=True)]
-    if name not in names:
-        have = ", ".join(names) or "none"
-        raise TaskfileError(
-            f"{path} has no task {name!r} (tasks: {have}); fix agent.task or the Taskfile"
-        )
+    find_task(path, name)
 
 
-def run_argv(binary: str, path: Path, name: str, args: Sequence[str]) -> list[str]:
-    """The command line that runs task ``name`` with ``args`` as {{.CLI_ARGS}}."""
-    # --disable-fuzzy: a typo must not run a different task; --yes: nobody answers prompts;
-    # --color=false: go-task colours its own lines (under CI=true too), and its escapes span
-    # line breaks, so stored lines would begin with the previous line's reset.
-    head = [
-        binary,
-        "--taskfile",
-        str(path),
-        "--exit-code",
-        "--disable-fuzzy",
-        "--yes",
-        "--color=false",
-        name,
-    ]
+def check_vars(variables: Mapping[str, str]) -> None:
+    for key in variables:
+        if not VAR_NAME.match(key):
+            raise TaskfileError(
+                f"variable {key!r}: a go-task variable name is letters, digits and _ "
+                "(not starting with a digit)"
+            )
+
+
+def run_argv(
+    binary: str,
+    path: Path,
+    name: str,
+    args: Sequence[str],
+    variables: Mapping[str, str] | None = None,
+    *,
+    confirmed: bool = False,
+) -> list[str]:
+    """The command line that runs task ``name`` with ``variables`` as go-task variables and
+    ``args`` as {{.CLI_ARGS}}. ``confirmed``: a person said yes to its prompt."""
+    check_vars(variables or {})
+    # --disable-fuzzy: a typo must not run a different task; --color=false: go-task colours
+    # its own lines (under CI=true too), and its escapes span line breaks, so stored lines
+    # would begin with the previous line's reset.
+    head = [binary, "--taskfile", str(path), "--exit-code", "--disable-fuzzy", "--color=false"]
+    if confirmed:
+        head.append("--yes")
+    head += [name, *(f"{k}={v}" for k, v in (variables or {}).items())]
     return [*head, "--", *args] if args else head
+
+
+def missing_vars_error(entry: TaskfileTask, name: str, given: Mapping[str, str]) -> str:
+    """What to say when go-task stopped with its missing-required-variables exit code."""
+    missing = [v for v in entry.requires if v not in given] or list(entry.requires)
+    names = ", ".join(missing) or "(see its output)"
+    example = " ".join(f"--var {v}=VALUE" for v in missing) or "--var NAME=VALUE"
+    return (
+        f"task {name} needs variable(s) {names}: give them with `tui task {name} {example}` "
+        "or agent.vars in the task file"
+    )
+
+
+YES, NO = "Yes, run it", "No"
+
+
+def prompt_question(name: str, prompt: str) -> dict[str, Any]:
+    """The question (QuestionJSON, as every agent's) that stands for go-task's `prompt:`:
+    only "Yes" runs the task."""
+    text = f"Taskfile task {name}: {prompt}"
+    options = [{"label": o, "description": ""} for o in (YES, NO)]
+    question = {"question": text, "header": "confirm", "options": options, "multiSelect": False}
+    return {"questions": [question]}
+
+
+def said_yes(answer: Mapping[str, Any] | None, question: dict[str, Any]) -> bool:
+    """True only for an explicit "Yes" to ``question`` (an expired question is a no)."""
+    if not answer:
+        return False
+    text = question["questions"][0]["question"]
+    value = (answer.get("answers") or {}).get(text)
+    if isinstance(value, list):
+        value = value[0] if len(value) == 1 else None
+    return value == YES
 
 
 def to_task(
@@ -156,35 +365,44 @@ def to_task(
     args: Sequence[str] = (),
     *,
     project_dir: str | os.PathLike[str],
+    name: str = "",
+    variables: Mapping[str, str] | None = None,
     **fields: Any,
 ) -> Task:
-    """A tui task that runs ``entry`` with ``args`` (extra Task fields via ``fields``)."""
-    agent = {
+    """A tui task that runs ``entry`` (as ``name``, a wildcard's match) with ``args``."""
+    agent: dict[str, Any] = {
         "type": "taskfile",
-        "task": entry.name,
+        "task": name or entry.name,
         "args": list(args),
         "project_dir": str(project_dir),
     }
+    if variables:
+        agent["vars"] = dict(variables)
     agent.update(fields.pop("agent", {}))
     return Task.model_validate(
-        {"name": entry.name, "description": entry.desc, "agent": agent, **fields}
+        {"name": name or entry.name, "description": entry.desc, "agent": agent, **fields}
     )
 
 
 @dataclass(frozen=True)
 class TaskRunOutput:
     name: str
-    exit_code: int
+    exit_code: int | None
     stdout: str
     stderr: str
+    message: str = ""  # why it did not run, or what a failure means
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "exit_code": self.exit_code,
             "stdout": self.stdout,
             "stderr": self.stderr,
         }
+        if self.message:
+            out["message"] = self.message
+        return {**out, **self.extra}
 
 
 OUTPUT_CAP = 100_000  # characters kept per stream (the end), so one run cannot flood a model
@@ -196,8 +414,13 @@ async def run_captured(
     args: Sequence[str] = (),
     *,
     env: dict[str, str] | None = None,
+    variables: Mapping[str, str] | None = None,
+    confirm: Any = None,
 ) -> TaskRunOutput:
     """Run task ``name`` of the project's Taskfile to the end and return what it printed.
+
+    A task with a `prompt:` runs only when ``confirm(entry, prompt)`` (an async callable that
+    asks a person) says yes to each prompt; without ``confirm`` it is refused.
 
     The child stays in the caller's process group on purpose: the caller is an agent's tool
     server, and when the engine stops that agent's group this run goes with it.
@@ -205,8 +428,14 @@ async def run_captured(
     path = find_taskfile(project_dir)
     if path is None:
         raise TaskfileError(f"no .agent/Taskfile.yml in {project_dir}")
-    await asyncio.to_thread(check_task, path, name)
-    argv = run_argv(task_binary(), path, name, args)
+    entry = await asyncio.to_thread(find_task, path, name)
+    variables = dict(variables or {})
+    for prompt in entry.prompts:
+        if confirm is None or not await confirm(entry, prompt):
+            said = "nobody could be asked" if confirm is None else "the user did not say yes"
+            message = f"not run: task {name} asks {prompt!r} and {said}"
+            return TaskRunOutput(name, None, "", "", message, {"refused": True})
+    argv = run_argv(task_binary(), path, name, args, variables, confirmed=bool(entry.prompts))
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=os.path.expanduser(project_dir),
@@ -221,7 +450,10 @@ async def run_captured(
         if proc.returncode is None:  # cancelled: do not leave it running
             proc.kill()
             await proc.wait()
-    return TaskRunOutput(name, proc.returncode or 0, _tail(out), _tail(err))
+    code = proc.returncode or 0
+    missing = code == MISSING_VARS_EXIT and entry.requires
+    message = missing_vars_error(entry, name, variables) if missing else ""
+    return TaskRunOutput(name, code, _tail(out), _tail(err), message)
 
 
 def _tail(data: bytes) -> str:

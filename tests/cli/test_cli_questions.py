@@ -19,7 +19,8 @@ def open_questions(tui: Tui) -> list[dict]:
 def test_answer_from_another_shell(tui: Tui) -> None:
     f = write_tasks(tui.dir / "ask.yaml", shell_task("pick", ASK))
     run = tui.popen("run", str(f))
-    wait_until(lambda: len(open_questions(tui)) == 1, "the question", proc=run)
+    # `tui questions` never creates the database: ask once `tui run` has made it.
+    wait_until(lambda: tui.db.exists() and len(open_questions(tui)) == 1, "the question", proc=run)
     [q] = open_questions(tui)
     assert q["task_name"] == "pick" and q["kind"] == "question"
     assert [o["label"] for o in q["payload"]["questions"][0]["options"]] == ["SQLite", "PostgreSQL"]
@@ -45,7 +46,7 @@ def test_answer_from_another_shell(tui: Tui) -> None:
 def test_free_text_answer_with_text(tui: Tui) -> None:
     f = write_tasks(tui.dir / "ask.yaml", shell_task("pick", ASK))
     run = tui.popen("run", str(f))
-    wait_until(lambda: len(open_questions(tui)) == 1, "the question", proc=run)
+    wait_until(lambda: tui.db.exists() and len(open_questions(tui)) == 1, "the question", proc=run)
     [q] = open_questions(tui)
     res = tui("answer", q["id"][:8], "--text", "DuckDB, embedded")
     assert res.returncode == 0, str(res)

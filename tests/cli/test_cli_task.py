@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from cli_support import Tui, shell_task, wait_until, write_tasks
 from tests.agents.cli_support import cli_path
+from tests.taskfile.conftest import write_real_constructs
 
 HOSTILE = "$(touch pwned) `touch pwned2` \"dq\" 'sq' ; exit 7 #\nline two {instructions}"
 
@@ -98,7 +99,7 @@ def test_unknown_template_is_refused_with_a_suggestion(configured: Tui) -> None:
 def test_a_failing_command_stops_before_anything_runs(configured: Tui) -> None:
     res = configured("task", "broken")
     assert res.returncode == 2
-    assert "tasks.broken.command: command exited with 4: cannot" in res.stderr
+    assert "tasks.broken.command: command exited with 4:\n  cannot" in res.stderr
     assert ".tui/config.toml" in res.stderr
 
 
@@ -179,6 +180,27 @@ def test_doctor_reports_a_broken_config(configured: Tui) -> None:
     assert res.returncode == 1
     assert "invalid TOML" in res.stdout
     assert "is writable" in res.stdout  # the other checks still ran
+
+
+def test_doctor_says_what_each_source_contributed_and_skipped(configured: Tui) -> None:
+    tui = configured
+    templates = tui.dir / ".tui" / "templates"
+    templates.mkdir()
+    (templates / "two.xml").write_text(
+        '<task type="atomic" name="good"><description>fine</description></task>\n'
+        '<task type="atomic" name="bad"><instructions>{{nope}}</instructions>'
+        '<inputs><input name="x"/></inputs></task>\n',
+        encoding="utf-8",
+    )
+    write_real_constructs(tui.dir)
+    res = tui("doctor")
+    assert res.returncode == 1  # a template was left out: a warning
+    lines = res.stdout.splitlines()
+    assert any(f"{templates / 'two.xml'}: 1 templates; skipped 1" in ln for ln in lines), lines
+    assert any("global/config.toml: 1 agents, 1 contexts, 1 templates" in ln for ln in lines)
+    assert any(".tui/config.toml: 2 templates" in ln for ln in lines), lines
+    taskfile = "Taskfile.yml: 7 task(s) (2 wildcard, 1 with a prompt, 1 with required vars)"
+    assert any(taskfile in ln for ln in lines), lines
 
 
 def test_doctor_database_not_writable(configured: Tui) -> None:

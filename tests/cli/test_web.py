@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import pty
+import pwd
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +21,7 @@ import aiohttp
 import pytest
 from cli_support import TUI, marker_processes, wait_until
 
-URL = re.compile(r"http://\S+:(\d+)/(?:\?token=([\w-]+))?")
+URL = re.compile(r"http://\S+:(\d+)/\?token=([\w-]+|<[^>]*>)")
 ESCAPES = re.compile(rb"\x1b(\[[0-9;?$]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-B]|.)")
 APP_TIMEOUT = 60.0  # seconds a tab's app may take to draw its first screen on a busy machine
 
@@ -55,6 +58,10 @@ class Web:
         match = wait_until(self._url, "tui web prints its URL")
         self.port, self.token = int(match.group(1)), match.group(2)
         self.base = f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str, query: str = "") -> str:
+        """``path`` on this server, carrying the printed token as the printed URL does."""
+        return f"{self.base}{path}?token={self.token}" + (f"&{query}" if query else "")
 
     def _url(self) -> re.Match[str] | None:
         assert self.proc is not None
@@ -134,14 +141,14 @@ async def screen_text(ws: aiohttp.ClientWebSocketResponse, *words: str) -> str:
 
 
 async def test_a_tab_runs_the_app_and_closing_it_stops_the_app(web: Web) -> None:
-    web.start("--port", "0")
+    web.start("--port", "0", tty=True)
     async with aiohttp.ClientSession() as http:
-        async with http.get(f"{web.base}/") as page:
+        async with http.get(web.url("/")) as page:
             body = await page.text()
         assert page.status == 200
         assert "textual.js" in body  # textual-serve's terminal page
         assert f'data-session-websocket-url="ws://127.0.0.1:{web.port}/ws"' in body
-        async with http.ws_connect(f"{web.base}/ws?width=100&height=30") as ws:
+        async with http.ws_connect(web.url("/ws", "width=100&height=30")) as ws:
             # The task list's header and the view tabs: this is our app, drawn for the tab.
             await screen_text(ws, "NAME", "Output", "Questions")
             assert len(web.apps()) == 1
@@ -151,7 +158,7 @@ async def test_a_tab_runs_the_app_and_closing_it_stops_the_app(web: Web) -> None
 
 async def test_two_tabs_are_two_viewers_of_one_daemon(web: Web, tmp_path: Path) -> None:
     """A task submitted from a shell shows in both tabs, live; closing them leaves it running."""
-    web.start("--port", "0")
+    web.start("--port", "0", tty=True)
     gate = tmp_path / "go"
     task = tmp_path / "t.yaml"
     task.write_text(
@@ -160,8 +167,8 @@ async def test_two_tabs_are_two_viewers_of_one_daemon(web: Web, tmp_path: Path) 
     )
     async with aiohttp.ClientSession() as http:
         async with (
-            http.ws_connect(f"{web.base}/ws") as one,
-            http.ws_connect(f"{web.base}/ws") as two,
+            http.ws_connect(web.url("/ws")) as one,
+            http.ws_connect(web.url("/ws")) as two,
         ):
             await screen_text(one, "NAME")
             await screen_text(two, "NAME")
@@ -182,8 +189,8 @@ async def test_two_tabs_are_two_viewers_of_one_daemon(web: Web, tmp_path: Path) 
 
 
 async def test_stopping_the_server_stops_the_tab_apps(web: Web) -> None:
-    web.start("--port", "0")
-    async with aiohttp.ClientSession() as http, http.ws_connect(f"{web.base}/ws") as ws:
+    web.start("--port", "0", tty=True)
+    async with aiohttp.ClientSession() as http, http.ws_connect(web.url("/ws")) as ws:
         await screen_text(ws, "NAME")
         assert len(web.apps()) == 1
         assert web.stop() == 0
@@ -191,8 +198,10 @@ async def test_stopping_the_server_stops_the_tab_apps(web: Web) -> None:
     assert "Traceback" not in web.output()
 
 
-async def test_other_hosts_need_the_token(web: Web) -> None:
-    web.start("--host", "0.0.0.0", "--port", "0", tty=True)
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+async def test_every_host_needs_the_token(web: Web, host: str) -> None:
+    """Loopback included: any local user can reach 127.0.0.1."""
+    web.start("--host", host, "--port", "0", tty=True)
     assert web.token, web.output()  # generated and printed in the URL, to the terminal only
     async with aiohttp.ClientSession() as http:
         for query in ("", "?token=wrong"):
@@ -225,13 +234,13 @@ async def test_token_from_the_environment_is_used_and_kept_from_apps(web: Web) -
 
 
 async def test_foreign_pages_and_host_names_are_refused(web: Web) -> None:
-    web.start("--port", "0")
+    web.start("--port", "0", tty=True)
     async with aiohttp.ClientSession() as http:
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-            await http.ws_connect(f"{web.base}/ws", headers={"Origin": "http://evil.example"})
+            await http.ws_connect(web.url("/ws"), headers={"Origin": "http://evil.example"})
         assert refused.value.status == 403
-        # DNS rebinding: a foreign name resolving to 127.0.0.1.
-        async with http.get(f"{web.base}/", headers={"Host": "evil.example"}) as res:
+        # DNS rebinding: a foreign name resolving to 127.0.0.1 (even with the token).
+        async with http.get(web.url("/"), headers={"Host": "evil.example"}) as res:
             assert res.status == 403
     assert web.apps() == []
 
@@ -242,12 +251,13 @@ def test_port_in_use_and_bad_host_are_clear_errors(tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         for args, message in (
-            (["--port", str(port)], f"port {port} is in use"),
+            (["--port", str(port), "--token", "t"], f"port {port} is in use"),
             (["--host", "no-such-host.invalid", "--token", "t"], "--host no-such-host.invalid"),
             (["--host", "192.0.2.1", "--token", "t"], "not an address of this machine"),
             (["--port", "70000"], "not a port number"),
             # A generated token would have to go to captured output: refused instead.
             (["--host", "0.0.0.0", "--port", "0"], "set $TUI_WEB_TOKEN"),
+            (["--port", "0"], "set $TUI_WEB_TOKEN"),
         ):
             res = subprocess.run(
                 [*TUI, "web", "--db", str(tmp_path / "t.db"), *args],
@@ -260,3 +270,97 @@ def test_port_in_use_and_bad_host_are_clear_errors(tmp_path: Path) -> None:
             assert res.returncode != 0, res
             assert message in res.stderr, res.stderr
             assert "Traceback" not in res.stderr + res.stdout
+
+
+OTHER_USER = "tui-test-other"
+# Run as the other user by a system Python (ours may live where only root can read): stdlib
+# only. Prints {"status": HTTP status, "screen": text of the app's first frames}.
+PEER_CLIENT = r"""
+import base64, json, os, re, socket, sys, time
+port, path = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port), timeout=60)
+key = base64.b64encode(os.urandom(16)).decode()
+ws = path.startswith("/ws")
+head = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+if ws:
+    head += f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+    head += "Sec-WebSocket-Version: 13\r\n"
+s.sendall((head + "Connection: close\r\n\r\n" if not ws else head + "\r\n").encode())
+buf = b""
+while b"\r\n\r\n" not in buf:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    buf += chunk
+status = int(buf.split(b" ", 2)[1])
+buf = buf.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in buf else b""
+screen = b""
+def need(n):
+    global buf
+    while len(buf) < n:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    out, buf = buf[:n], buf[n:]
+    return out
+deadline = time.monotonic() + 60
+while status == 101 and b"NAME" not in re.sub(rb"\x1b\[[0-9;?]*[ -/]*[@-~]", b"", screen):
+    if time.monotonic() > deadline:
+        break
+    b0, b1 = need(2)
+    n = b1 & 0x7F
+    if n == 126:
+        n = int.from_bytes(need(2), "big")
+    elif n == 127:
+        n = int.from_bytes(need(8), "big")
+    payload = need(n)
+    if b0 & 0x0F == 2:
+        screen += payload
+print(json.dumps({"status": status, "screen": screen.decode(errors="replace")}))
+"""
+
+
+@pytest.fixture(scope="session")
+def other_user() -> str:
+    """A second local account (created once; kept, as useradd makes it cheap to reuse)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create a second local user (useradd) and act as it (runuser)")
+    if not (
+        shutil.which("useradd") and shutil.which("runuser") and Path("/usr/bin/python3").exists()
+    ):
+        pytest.skip("needs useradd, runuser and /usr/bin/python3 for the second local user")
+    try:
+        pwd.getpwnam(OTHER_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER],
+            check=True,
+            capture_output=True,
+        )
+    return OTHER_USER
+
+
+def as_other_user(user: str, port: int, path: str) -> dict[str, object]:
+    res = subprocess.run(
+        ["runuser", "-u", user, "--", "/usr/bin/python3", "-c", PEER_CLIENT, str(port), path],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
+    )
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_another_local_user_needs_the_token_on_loopback(web: Web, other_user: str) -> None:
+    """Another account on this machine reaches 127.0.0.1 like anyone: without the token it
+    gets 401 and no app runs as us; with the token (as from the printed URL) it works."""
+    web.start("--port", "0", tty=True)
+    for path in ("/", "/ws", "/?token=wrong", "/ws?token=wrong"):
+        assert as_other_user(other_user, web.port, path)["status"] == 401, path
+    assert web.apps() == []
+    assert as_other_user(other_user, web.port, f"/?token={web.token}")["status"] == 200
+    reply = as_other_user(other_user, web.port, f"/ws?token={web.token}")
+    assert reply["status"] == 101
+    assert "NAME" in str(reply["screen"])  # our app's task list, drawn for that tab

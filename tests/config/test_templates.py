@@ -57,11 +57,22 @@ async def test_relative_file_is_the_projects(dirs: Dirs) -> None:
     assert await prompt_of(dirs, toml) == f"{dirs.project / 'STYLE.md'}: be brief"
 
 
-async def test_missing_file_is_a_clear_error(dirs: Dirs) -> None:
+async def test_missing_file_is_a_warning_and_its_contents_are_empty(dirs: Dirs) -> None:
+    # start's DR-008: a missing file is a warning, left out of the prompt.
+    dirs.write_local('[tasks.t]\nfile = "gone.md"\nprompt = "[{file_contents}] {file}"\n')
+    warnings: list[str] = []
+    task = await build_task(load_config(dirs.project), "t", TaskRequest(), warnings)
+    assert task.agent.instructions == f"[] {dirs.project / 'gone.md'}"
+    [warning] = warnings
+    assert "tasks.t" in warning and str(dirs.project / "gone.md") in warning
+    assert "not found" in warning
+
+
+async def test_an_unreadable_file_is_still_an_error(dirs: Dirs) -> None:
+    (dirs.project / "dir.md").mkdir()
     with pytest.raises(TaskFileError) as e:
-        await prompt_of(dirs, '[tasks.t]\nfile = "gone.md"\nprompt = "{file_contents}"\n')
-    text = str(e.value)
-    assert "tasks.t.file" in text and "gone.md" in text and "Fix:" in text
+        await prompt_of(dirs, '[tasks.t]\nfile = "dir.md"\nprompt = "{file_contents}"\n')
+    assert "tasks.t.file" in str(e.value) and "Fix:" in str(e.value)
 
 
 async def test_command_and_command_output(dirs: Dirs) -> None:
@@ -94,7 +105,7 @@ async def test_failing_command_stops_with_its_exit_code_and_output(dirs: Dirs) -
             dirs, '[tasks.t]\ncommand = "echo nope >&2; exit 3"\nprompt = "{command_output}"\n'
         )
     text = str(e.value)
-    assert "tasks.t.command: command exited with 3: nope" in text
+    assert "tasks.t.command: command exited with 3:\n  nope" in text
 
 
 def live_with(arg: str) -> list[str]:

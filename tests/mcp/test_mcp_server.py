@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -16,12 +17,13 @@ import pytest
 
 from mcp import Client, StdioServerParameters
 from tests.conftest import owned_engine, question, shell_task, wait_state
-from tests.taskfile.conftest import write_taskfile
+from tests.taskfile.conftest import write_real_constructs, write_taskfile
 from tui.agents.mcp_launch import TOOLS
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Store
+from tui.taskfile import NO, YES
 
 HOSTILE = ["two words", 'it\'s "quoted"', "$(touch pwned)", "`id`"]
 
@@ -46,13 +48,26 @@ def agent_task(project: Path, name: str = "agent", **fields: Any) -> Task:
     return Task.model_validate({"name": name, "agent": agent, **fields})
 
 
+@pytest.fixture(autouse=True)
+def user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's config dir (empty unless a test writes config.toml), as the engine passes
+    it to the server."""
+    config = tmp_path / "user-config"
+    config.mkdir()
+    monkeypatch.setenv("TUI_CONFIG_DIR", str(config))
+    return config
+
+
+def allow_args(user_config: Path, *tasks: str) -> None:
+    names = ", ".join(f'"{t}"' for t in tasks)
+    (user_config / "config.toml").write_text(f"[settings]\nagent_task_args = [{names}]\n")
+
+
 @asynccontextmanager
 async def mcp_client(store: Store, task_id: str, run_id: int) -> AsyncIterator[Client]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "tui.mcp"],
-        env={"TUI_DB": str(store.path), "TUI_TASK_ID": task_id, "TUI_RUN_ID": str(run_id)},
-    )
+    env = {"TUI_DB": str(store.path), "TUI_TASK_ID": task_id, "TUI_RUN_ID": str(run_id)}
+    env["TUI_CONFIG_DIR"] = os.environ["TUI_CONFIG_DIR"]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tui.mcp"], env=env)
     async with Client(params, read_timeout_seconds=60) as client:
         yield client
 
@@ -61,8 +76,11 @@ def text_of(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
-async def test_lists_and_runs_the_projects_taskfile_tasks(engine: Engine, store: Store, project):
+async def test_lists_and_runs_the_projects_taskfile_tasks(
+    engine: Engine, store: Store, project: Path, user_config: Path
+):
     write_taskfile(project)
+    allow_args(user_config, "echo-args")
     task_id, run_id = await running(engine, agent_task(project))
     async with mcp_client(store, task_id, run_id) as client:
         listed = await client.list_tools()
@@ -70,10 +88,12 @@ async def test_lists_and_runs_the_projects_taskfile_tasks(engine: Engine, store:
 
         tasks = await client.call_tool("list_user_tasks", {})
         assert not tasks.is_error, text_of(tasks)
-        assert json.loads(text_of(tasks)) == [
+        listed = json.loads(text_of(tasks))
+        assert listed["tasks"] == [
             {"name": "echo-args", "description": "Print each argument on its own line"},
             {"name": "fail", "description": "Fail with exit code 7"},
         ]
+        assert listed["message"].startswith("2 task(s)")
 
         ran = await client.call_tool("run_user_task", {"name": "echo-args", "args": HOSTILE})
         assert not ran.is_error, text_of(ran)
@@ -90,17 +110,95 @@ async def test_lists_and_runs_the_projects_taskfile_tasks(engine: Engine, store:
         assert unknown.is_error
         assert "has no task 'deploy'" in text_of(unknown)
 
+        # The seed's shape: task_name, and args as one string split like a shell would.
+        ran = await client.call_tool(
+            "run_user_task", {"task_name": "echo-args", "args": "one 'two words' $(id)"}
+        )
+        out = json.loads(text_of(ran))
+        assert out["stdout"].splitlines() == ["<one>", "<two words>", "<$(id)>"]
+
+
+LOOSE_TASKFILE = """\
+version: '3'
+tasks:
+  greet:
+    desc: Greet (quotes CLI_ARGS loosely, as many Taskfiles do)
+    cmds:
+      - echo "hello {{.CLI_ARGS}}"
+"""
+
+
+async def test_arguments_only_for_tasks_the_user_allowed(
+    engine: Engine, store: Store, project: Path, user_config: Path
+):
+    """go-task splices CLI_ARGS into the command text: `$(…)` from a model would run."""
+    write_taskfile(project, LOOSE_TASKFILE)
+    local = project / ".tui" / "config.toml"  # the project (agents write there) cannot allow
+    local.parent.mkdir()
+    local.write_text('[settings]\nagent_task_args = ["*"]\n')
+    task_id, run_id = await running(engine, agent_task(project))
+    async with mcp_client(store, task_id, run_id) as client:
+        refused = await client.call_tool(
+            "run_user_task", {"name": "greet", "args": ["$(touch pwned)"]}
+        )
+        assert refused.is_error
+        text = text_of(refused)
+        assert "does not take arguments from agents" in text
+        assert "agent_task_args" in text and str(user_config / "config.toml") in text
+        assert not list(project.rglob("pwned"))
+        plain = json.loads(text_of(await client.call_tool("run_user_task", {"name": "greet"})))
+        assert plain["exit_code"] == 0 and plain["stdout"].strip() == "hello"
+
+        allow_args(user_config, "greet")
+        allowed = json.loads(
+            text_of(await client.call_tool("run_user_task", {"name": "greet", "args": ["you"]}))
+        )
+        assert allowed["stdout"].strip() == "hello you"
+
 
 async def test_no_taskfile_lists_nothing_and_broken_one_names_the_file(
     engine: Engine, store: Store, project: Path
 ):
     task_id, run_id = await running(engine, agent_task(project))
     async with mcp_client(store, task_id, run_id) as client:
-        assert json.loads(text_of(await client.call_tool("list_user_tasks", {}))) == []
+        empty = json.loads(text_of(await client.call_tool("list_user_tasks", {})))
+        assert empty["tasks"] == [] and "no .agent/Taskfile.yml" in empty["message"]
         path = write_taskfile(project, "version: '3'\ntasks: [\n")
-        broken = await client.call_tool("list_user_tasks", {})
-        assert broken.is_error
-        assert str(path.resolve()) in text_of(broken)
+        broken = json.loads(text_of(await client.call_tool("list_user_tasks", {})))
+        assert broken["tasks"] == [] and str(path.resolve()) in broken["message"]
+
+
+@pytest.mark.parametrize("said,runs", [(YES, True), (NO, False)])
+async def test_a_prompt_asks_the_person_and_only_yes_runs_it(
+    engine: Engine, store: Store, project: Path, said: str, runs: bool
+):
+    write_real_constructs(project)
+    task_id, run_id = await running(engine, agent_task(project))
+    since = engine.cursor
+    async with mcp_client(store, task_id, run_id) as client:
+        listed = json.loads(text_of(await client.call_tool("list_user_tasks", {})))
+        by_name = {t["name"]: t for t in listed["tasks"]}
+        assert by_name["deploy"]["asks_user"] == ["Deploy to production now?"]
+        assert by_name["greet"]["required_vars"] == ["WHO"]
+        call = asyncio.create_task(client.call_tool("run_user_task", {"task_name": "deploy"}))
+        q = await question(engine, task_id, since)
+        text = q.payload["questions"][0]["question"]
+        assert "Deploy to production now?" in text
+        assert not (project / ".agent" / "deployed").exists()
+        await engine.answer(q.id, {"answers": {text: said}})
+        out = json.loads(text_of(await asyncio.wait_for(call, 60)))
+        assert (project / ".agent" / "deployed").exists() == runs
+        if runs:
+            assert out["exit_code"] == 0
+        else:
+            assert out["refused"] and "did not say yes" in out["message"]
+
+        greet = await client.call_tool(
+            "run_user_task", {"task_name": "greet", "vars": {"WHO": "Ada"}, "args": "x"}
+        )
+        assert json.loads(text_of(greet))["stdout"].strip() == "hello Ada args=x"
+        missing = json.loads(text_of(await client.call_tool("run_user_task", {"name": "greet"})))
+        assert missing["exit_code"] == 206 and "needs variable(s) WHO" in missing["message"]
 
 
 async def test_ask_user_waits_for_the_answer_given_in_tui(

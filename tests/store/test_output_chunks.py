@@ -3,6 +3,7 @@ same ids, line numbers, streams and order as when each line had its own row."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -58,7 +59,8 @@ async def test_lines_of_chunks_keep_ids_seqs_streams_and_order(store: Store) -> 
     assert await store.output_index(task_id) == [(run_id, 8)]
     assert (await store.cursor())[1] == 8
     # Three rows hold the eight lines.
-    assert (await store._call(lambda t: t.one("SELECT COUNT(*) FROM output"), write=False)) == (3,)
+    with contextlib.closing(sqlite3.connect(store.path)) as db:
+        assert db.execute("SELECT COUNT(*) FROM output").fetchone() == (3,)
 
 
 async def test_pages_start_and_end_inside_a_chunk(store: Store) -> None:

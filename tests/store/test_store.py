@@ -71,10 +71,12 @@ async def test_two_writers_racing_one_transition_only_one_wins(tmp_path: Path) -
             a.transition(t.id, State.PENDING, State.QUEUED, "writer a"),
             b.transition(t.id, State.PENDING, State.CANCELLED, "writer b"),
         )
-        assert sorted(results) == [False, True]
+        assert sorted(r is not None for r in results) == [False, True]
         rec = await a.get_task(t.id)
         assert rec is not None
         assert rec.state == (State.QUEUED if results[0] else State.CANCELLED)
+        winner = results[0] or results[1]
+        assert winner is not None and winner.state == rec.state  # the record as stored
         assert len(await a.transitions(t.id)) == 1  # only the winner is logged
     await a.close()
     await b.close()
@@ -175,3 +177,48 @@ async def test_listed_tasks_parse_their_spec_only_when_read(tmp_path: Path) -> N
         assert (await s.list_tasks(tag="ci"))[0].id == tasks[0].id
     finally:
         await s.close()
+
+
+async def test_a_question_goes_through_the_state_table(store: Store) -> None:
+    """READY is reached only from a state the table allows: a PENDING task cannot ask, even
+    when the caller says it expects PENDING, and the refusal stores no question."""
+    t = _task("a")
+    await store.insert_tasks([t], approved=True)
+    refused = await store.raise_question("q0", t.id, None, "question", {}, expected=[State.PENDING])
+    assert refused is None
+    assert await store.questions(task_id=t.id) == []
+    assert (await store.get_task(t.id)).state == State.PENDING  # type: ignore[union-attr]
+
+    await store.transition(t.id, State.PENDING, State.QUEUED)
+    began = await store.start_run(t.id, "engine")
+    assert began is not None
+    asked = await store.raise_question(
+        "q1", t.id, began.run_id, "approval", {"tool": "Bash"}, expected=[State.RUNNING]
+    )
+    assert asked is not None and asked.state == State.READY
+    assert asked.reason == "waiting for an approval" and asked.question_json == '{"tool": "Bash"}'
+    # A second question while READY leaves the state (and the transition log) alone.
+    again = await store.raise_question(
+        "q2", t.id, began.run_id, "question", {}, expected=[State.RUNNING, State.READY]
+    )
+    assert again is not None and again.state == State.READY
+    log = [(frm, to, why) for _, frm, to, why, _ in await store.transitions(t.id)]
+    assert log[-2:] == [("QUEUED", "RUNNING", "attempt 1"), ("RUNNING", "READY", asked.reason)]
+    assert len(await store.questions(task_id=t.id)) == 2
+
+
+async def test_a_run_starts_through_the_checked_transition(store: Store) -> None:
+    t = _task("a")
+    await store.insert_tasks([t], approved=True)
+    assert await store.start_run(t.id, "engine") is None  # PENDING: not startable
+    assert await store.runs(t.id) == []
+    await store.transition(t.id, State.PENDING, State.QUEUED)
+    began = await store.start_run(t.id, "engine")
+    assert began is not None and began.task is not None
+    assert (began.task.state, began.task.attempts, began.task.reason) == (
+        State.RUNNING,
+        1,
+        "attempt 1",
+    )
+    assert await store.start_run(t.id, "engine") is None  # already RUNNING: once only
+    assert [r.id for r in await store.runs(t.id)] == [began.run_id]

@@ -39,3 +39,62 @@ def project(project: Path) -> Path:
     """The shared project fixture, with the Taskfile above in it."""
     write_taskfile(project)
     return project
+
+
+# Constructs met in public Taskfiles (large Go projects, homelab repos), written afresh:
+# a `label:`, `aliases:`, wildcard tasks using {{.MATCH}}, a `prompt:`, `requires: vars`, a
+# task described only by its `summary:`, a multi-line `desc:`, an internal task and an
+# included file.
+REAL_CONSTRUCTS = """\
+version: '3'
+includes:
+  docker: ./docker.yml
+tasks:
+  build:
+    label: 'build-{{.OS}}'
+    desc: Build for one OS
+    aliases: [b]
+    vars: {OS: plan9}
+    cmds: ['echo built for {{.OS}}']
+  release:*:
+    desc: Tag a release
+    vars:
+      VERSION: '{{index .MATCH 0}}'
+    cmds: ['echo releasing {{.VERSION}}']
+  deploy:
+    desc: Deploy to production
+    prompt: Deploy to production now?
+    cmds: ['touch deployed', 'echo deployed']
+  greet:
+    desc: Greet someone
+    requires:
+      vars: [WHO]
+    cmds: ['echo hello {{.WHO}} args={{.CLI_ARGS}}']
+  notes:
+    summary: |
+      Print the release notes.
+
+      Reads CHANGELOG.md.
+    cmds: ['echo notes']
+  long:
+    desc: |
+      First line of a long description
+      and its second line
+    cmds: ['echo long']
+  secret:
+    internal: true
+    cmds: ['echo secret']
+"""
+DOCKER_INCLUDE = """\
+version: '3'
+tasks:
+  compose:*:*:
+    desc: Run docker compose ACTION on a stack
+    cmds: ['echo compose {{index .MATCH 0}} {{index .MATCH 1}}']
+"""
+
+
+def write_real_constructs(project: Path) -> Path:
+    path = write_taskfile(project, REAL_CONSTRUCTS)
+    (path.parent / "docker.yml").write_text(DOCKER_INCLUDE)
+    return path

@@ -58,19 +58,19 @@ async def test_failing_exit_code_is_the_commands_own(engine: Engine, store: Stor
     assert "about to fail" in await output(store, rec.id, stream=2)
 
 
-async def test_unknown_task_fails_naming_file_and_tasks(engine: Engine, store: Store, project):
-    rec = await run(engine, taskfile_task(project, "deploy"))
+async def test_unknown_task_fails_naming_file_and_a_guess(engine: Engine, store: Store, project):
+    rec = await run(engine, taskfile_task(project, "fial"))
     assert rec.state == State.FAILED
     error = (await store.runs(rec.id))[-1].error
-    assert "has no task 'deploy'" in error
+    assert "has no task 'fial'" in error
     assert str(project / ".agent" / "Taskfile.yml") in error
-    assert "echo-args, fail, undescribed" in error
+    assert "did you mean 'fail'?" in error and "echo-args" not in error
 
 
 async def test_internal_task_cannot_be_run(engine: Engine, store: Store, project: Path):
     rec = await run(engine, taskfile_task(project, "helper"))
     assert rec.state == State.FAILED
-    assert "has no task 'helper'" in (await store.runs(rec.id))[-1].error
+    assert "task 'helper' is internal" in (await store.runs(rec.id))[-1].error
 
 
 async def test_broken_taskfile_fails_with_its_name(engine: Engine, store: Store, tmp_path: Path):
@@ -121,3 +121,11 @@ def test_yaml_needs_task_not_instructions() -> None:
         load_task_text("tasks:\n  - name: t\n    agent: {type: taskfile}\n", "t.yml")
     assert "agent.task is required" in str(info.value)
     assert "add `task: <name>` under `agent:`" in str(info.value)
+
+
+def test_yaml_vars_are_text_for_go_task_and_names_are_checked() -> None:
+    yaml = "tasks:\n  - name: t\n    agent: {type: taskfile, task: b, vars: {N: 3, ON: true}}\n"
+    assert load_task_text(yaml, "t.yml").tasks[0].agent.vars == {"N": "3", "ON": "true"}
+    with pytest.raises(TaskFileError) as info:
+        load_task_text(yaml.replace("N: 3", "1N: 3"), "t.yml")
+    assert "tasks[0].agent.vars: '1N' is not a go-task variable name" in str(info.value)

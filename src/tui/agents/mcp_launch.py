@@ -36,6 +36,9 @@ def wanted(run_env: Mapping[str, str], agent: AgentConfig) -> bool:
 def server_env(run_env: Mapping[str, str], agent: AgentConfig) -> dict[str, str]:
     """What the server needs to know about the run (the engine sets TUI_* for every run)."""
     env = {k: run_env[k] for k in ENV_KEYS if k in run_env}
+    # The engine's own config dir (not the task's env): the server reads agent_task_args there.
+    if os.environ.get("TUI_CONFIG_DIR"):
+        env["TUI_CONFIG_DIR"] = os.environ["TUI_CONFIG_DIR"]
     if agent.project_dir:
         env[PROJECT_ENV] = agent.project_dir
     return env

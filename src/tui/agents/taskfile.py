@@ -1,8 +1,10 @@
 """`agent.type: taskfile` — run one task of the project's `.agent/Taskfile.yml` with go-task.
 
-The argv is built by :func:`tui.taskfile.run_argv` (never a shell string); `agent.args` arrive
-as `{{.CLI_ARGS}}`. go-task runs with `--exit-code`, so a failing command's own code is the
-attempt's exit code (and retry policy applies as for any failed attempt).
+The argv is built by :func:`tui.taskfile.run_argv` (never a shell string); `agent.vars` arrive
+as go-task variables (`NAME K=V`), `agent.args` as `{{.CLI_ARGS}}`. go-task runs with
+`--exit-code`, so a failing command's own code is the attempt's exit code (and retry policy
+applies as for any failed attempt). A task with a `prompt:` becomes a question in tui; only
+an explicit yes runs it (go-task then gets `--yes`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,17 @@ import asyncio
 from tui.agents.cli_process import describe_exit, project_dir, run_plain
 from tui.engine.adapter import AdapterError, RunContext, RunResult
 from tui.model.states import State
-from tui.taskfile import TaskfileError, check_task, find_taskfile, run_argv, task_binary
+from tui.taskfile import (
+    MISSING_VARS_EXIT,
+    TaskfileError,
+    find_task,
+    find_taskfile,
+    missing_vars_error,
+    prompt_question,
+    run_argv,
+    said_yes,
+    task_binary,
+)
 
 
 class TaskfileAdapter:
@@ -28,12 +40,27 @@ class TaskfileAdapter:
                 "create it or fix agent.project_dir"
             )
         try:
-            await asyncio.to_thread(check_task, path, agent.task)
-            argv = run_argv(task_binary(), path, agent.task, agent.args)
+            entry = await asyncio.to_thread(find_task, path, agent.task)
+            argv = run_argv(
+                task_binary(),
+                path,
+                agent.task,
+                agent.args,
+                agent.vars,
+                confirmed=bool(entry.prompts),
+            )
         except TaskfileError as e:
             raise AdapterError(str(e)) from None
+        for prompt in entry.prompts:
+            question = prompt_question(agent.task, prompt)
+            if not said_yes(await ctx.ask("question", question), question):
+                error = f"task {agent.task} not run: {prompt!r} was not answered yes"
+                return RunResult(State.FAILED, error=error)
         code, result = await run_plain(ctx, argv, cwd=cwd, env=ctx.env)
         if code == 0:
             return RunResult(State.COMPLETED, exit_code=0, result=result)
-        error = f"task {agent.task} {describe_exit(code)}"
+        if code == MISSING_VARS_EXIT and entry.requires:
+            error = missing_vars_error(entry, agent.task, agent.vars)
+        else:
+            error = f"task {agent.task} {describe_exit(code)}"
         return RunResult(State.FAILED, exit_code=code, error=error)

@@ -506,6 +506,8 @@ class TuiApp(App[None]):
         except TemplateError as e:  # e.g. a broken .agent/Taskfile.yml
             self.notify(str(e), title="Templates", severity="error", timeout=10)
             return
+        for warning in (w for s in sources for w in s.warnings):  # e.g. a broken Taskfile
+            self.notify(warning, title="Templates", severity="warning", timeout=10)
         if not templates:
             self.notify(
                 "no templates yet: add [tasks.NAME] to config.toml, or tasks to"
@@ -535,7 +537,10 @@ class TuiApp(App[None]):
         assert self._template is not None
         source, template = self._template
         try:
+            seen = len(source.warnings)
             task = await source.make_task(template.name, TaskRequest(instructions))
+            for warning in source.warnings[seen:]:  # e.g. a context's file that is not there
+                self.notify(warning, title=template.name, severity="warning", timeout=10)
             await self.engine.submit([task])
         except TaskFileError as e:
             self._notify_issues(e.issues, template.name)

@@ -28,8 +28,10 @@ def db_path(db: str | None) -> Path:
 
 
 @asynccontextmanager
-async def open_store(db: str | None) -> AsyncIterator[Store]:
-    store = await Store.open(db_path(db))
+async def open_store(db: str | None, *, create: bool = True) -> AsyncIterator[Store]:
+    """Read-only commands pass ``create=False``: a missing database is an error, not a new
+    empty file (which would hide where the real one is)."""
+    store = await Store.open(db_path(db), create=create)
     try:
         yield store
     finally:

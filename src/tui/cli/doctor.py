@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 from collections.abc import Awaitable, Callable
@@ -73,13 +74,43 @@ async def check_config(setup: Setup, report: Report) -> None:
         return
     for w in config.warnings:
         report.add("warning", "config", str(w))
-    files = ", ".join(str(o.path) for o in config.files) or "none (built-in defaults)"
-    report.add("ok", "config", f"parses, every reference resolves; files: {files}")
+    if not config.files and not config.warnings:
+        report.add("ok", "config", "no config files (built-in defaults)")
+    for path, text in contributions(config):
+        report.add("ok", "config", f"{path}: {text}")
+    report.add("ok", "config", "parses, every reference resolves")
+
+
+def contributions(config: Config) -> list[tuple[str, str]]:
+    """(file, what it contributed and what was skipped) for every file the config read or
+    tried to read, in the order they were read."""
+    files = list(dict.fromkeys([str(o.path) for o in config.files]))
+    files += [w.file for w in config.warnings if w.file not in files]
+    with_settings = {
+        str(o.path) for o in config.files if re.search(r"^\s*\[settings", o.text, re.M)
+    }
+    out = []
+    for file in dict.fromkeys(files):
+        counts = ["settings"] if file in with_settings else []
+        for section in ("agents", "roles", "contexts", "tasks"):
+            items = getattr(config, section).values()
+            n = sum(1 for i in items if i.origin is not None and str(i.origin.path) == file)
+            if n:
+                counts.append(f"{n} {section if section != 'tasks' else 'templates'}")
+        own = [w for w in config.warnings if w.file == file]
+        skipped = sum(1 for w in own if "left out" in w.message)
+        text = ", ".join(counts) or "nothing used"
+        if skipped:
+            text += f"; skipped {skipped} (see the warnings)"
+        elif own:
+            text += f"; {len(own)} warning(s)"
+        out.append((file, text))
+    return out
 
 
 async def check_agents(setup: Setup, report: Report) -> None:
     from tui.agents.cli_process import find_cli
-    from tui.config.schema import DEFAULT_SHELL
+    from tui.config.schema import COMMAND_TYPE, DEFAULT_SHELL
     from tui.engine.adapter import AdapterError
     from tui.model.agent_kinds import DEFAULT_TYPE, KINDS
 
@@ -96,6 +127,14 @@ async def check_agents(setup: Setup, report: Report) -> None:
         if item is None:
             continue
         agent = item.model
+        if agent.type == COMMAND_TYPE:  # a CLI of the user's own, run by its command template
+            found = shutil.which(os.path.expanduser(agent.bin)) if agent.bin else None
+            if found:
+                report.add("ok", f"agent {name}", f"command template; bin {found}")
+            else:
+                what = f"bin {agent.bin!r} not found on PATH" if agent.bin else "no bin"
+                report.add("error", f"agent {name}", f"{what} (its command template needs it)")
+            continue
         kind = KINDS[agent.type]
         if not kind.cli:  # a shell agent: its script runs in the configured shell
             shell = config.settings.shell or DEFAULT_SHELL
@@ -150,18 +189,13 @@ async def check_database(setup: Setup, report: Report) -> None:
 
 
 async def check_taskfile(setup: Setup, report: Report) -> None:
-    from tui.taskfile import TaskfileError, find_taskfile, list_file
+    from tui.config.taskfile_templates import TaskfileTemplates
 
-    path = find_taskfile(Path.cwd())
-    if path is None:
-        report.add("ok", "taskfile", "none in .agent/ (optional)")
-        return
-    try:
-        tasks = list_file(path)
-    except TaskfileError as e:
-        report.add("error", "taskfile", str(e))
-        return
-    report.add("ok", "taskfile", f"{path}: {len(tasks)} task(s)")
+    source = TaskfileTemplates(Path.cwd())
+    summary = source.summary()
+    for warning in source.warnings:  # it could not be loaded: nothing of it is offered
+        report.add("error", "taskfile", warning)
+    report.add("ok" if not source.warnings else "error", "taskfile", summary)
 
 
 CHECKS: list[Check] = [check_config, check_agents, check_taskfile, check_database]

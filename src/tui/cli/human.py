@@ -61,7 +61,7 @@ async def cmd_ask(args: argparse.Namespace) -> int:
 
 
 async def cmd_questions(args: argparse.Namespace) -> int:
-    async with open_store(args.db) as store:
+    async with open_store(args.db, create=False) as store:
         questions = await store.questions()
         names = {r.id: r.name for r in await store.list_tasks()}
     if args.json:

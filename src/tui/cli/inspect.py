@@ -26,7 +26,7 @@ async def cmd_ls(args: argparse.Namespace) -> int:
         except ValueError:
             err(f"unknown state {args.state!r}; one of: {', '.join(s.value for s in State)}")
             return 2
-    async with open_store(args.db) as store:
+    async with open_store(args.db, create=False) as store:
         records = await store.list_tasks(states=states, tag=args.tag)
     if args.json:
         print(json.dumps([r.to_json() for r in records], indent=2))
@@ -56,7 +56,7 @@ def _ls_line(r: TaskRecord, names: dict[str, str]) -> str:
 
 async def cmd_logs(args: argparse.Namespace) -> int:
     stream = {"stdout": STDOUT, "stderr": STDERR}.get(args.stream or "")
-    async with open_store(args.db) as store:
+    async with open_store(args.db, create=False) as store:
         task_id = await store.resolve(args.task)
         if args.raw:
             return await _print_raw(store, task_id)

@@ -44,7 +44,8 @@ def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) ->
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a template variable ({{NAME}}); repeat for more",
+        help="a template variable ({{NAME}}), or a go-task variable of a Taskfile task; "
+        "repeat for more",
     )
     p.add_argument("--list", action="store_true", help="list every template and its source")
     p.add_argument("--json", action="store_true", help="JSON output (list or transitions)")
@@ -79,6 +80,7 @@ async def cmd_task(args: argparse.Namespace) -> int:
         except TemplateError as e:
             err(str(e))
             return 2
+        _print_warnings(sources)
         return 0
     if not args.name:
         err('name a template: `tui task NAME ["instructions"]` (`tui task --list` shows them)')
@@ -95,8 +97,10 @@ async def cmd_task(args: argparse.Namespace) -> int:
         )
         task = await source.make_task(template.name, request)
     except TemplateError as e:
+        _print_warnings(sources)  # a source that could not load may be why it is missing
         err(str(e))
         return 2
+    _print_warnings(sources)  # e.g. a context's file that is not there
     async with open_store(args.db) as store:
         return await run_tasks(store, [task], args)
 
@@ -117,4 +121,12 @@ def _print_list(sources: list[TemplateSource], as_json: bool) -> None:
     width = max(len(t.name) for t in templates)
     for t in templates:
         alias = f"({t.alias})" if t.alias else ""
-        print(f"{t.name:<{width}}  {alias:<10} {t.source:<8} {t.description}".rstrip())
+        # One line each: a multi-line description (a Taskfile summary) shows its first line.
+        first = next((ln.strip() for ln in t.description.splitlines() if ln.strip()), "")
+        label = f"[{t.label}] " if t.label else ""
+        print(f"{t.name:<{width}}  {alias:<10} {t.source:<8} {label}{first}".rstrip())
+
+
+def _print_warnings(sources: list[TemplateSource]) -> None:
+    for warning in (w for s in sources for w in s.warnings):
+        print(f"warning: {warning}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """`tui web`: the app in browser tabs (textual-serve), each tab running `tui open`.
 
-Loopback needs no token; any other address does (generated unless --token/$TUI_WEB_TOKEN).
+Every address needs the token (generated unless --token/$TUI_WEB_TOKEN), loopback included:
+loopback TCP carries no peer uid, so without it any local user could run commands as ours.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
     web.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to listen on (default 127.0.0.1; any other needs a token)",
+        help="address to listen on (default 127.0.0.1)",
     )
     web.add_argument(
         "--port",
@@ -40,7 +41,7 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
     web.add_argument(
         "--token",
         help=f"the token browsers must present (default: ${TOKEN_ENV}, which unlike this "
-        "option no other user sees in `ps`; else a random one when the host is not loopback)",
+        "option no other user sees in `ps`; else a random one, printed in the URL)",
     )
 
 
@@ -73,18 +74,18 @@ async def cmd_web(args: argparse.Namespace) -> int:
     token = args.token or from_env or None
     # The token goes only to a terminal: redirected output (a file, a journal) would keep it.
     show_token = sys.stdout.isatty()
-    if token is None and not is_loopback(args.host):
+    if token is None:
         if not show_token:
             err(
-                f"--host {args.host} needs a token, and a generated one would be printed to "
-                f"output that is not a terminal; set ${TOKEN_ENV} (or --token)"
+                "tui web needs a token, and a generated one would be printed to output that "
+                f"is not a terminal; set ${TOKEN_ENV} (or --token)"
             )
             return 2
         token = secrets.token_urlsafe(24)
     async with open_store(args.db) as store:  # a bad --db fails here, not in every tab
         db = str(store.path.resolve())
     argv = [sys.executable, "-m", "tui", "open", "--db", db]
-    server = WebServer(argv, token=token)
+    server = WebServer(argv, token=token, loopback=is_loopback(args.host))
     runner = web.AppRunner(await server._make_app(), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, args.host, args.port, shutdown_timeout=SHUTDOWN_TIMEOUT)
@@ -95,7 +96,7 @@ async def cmd_web(args: argparse.Namespace) -> int:
         err(_listen_error(args.host, args.port, e))
         return 1
     try:
-        shown = token if show_token or token is None else f"<${TOKEN_ENV} or --token>"
+        shown = token if show_token else f"<${TOKEN_ENV} or --token>"
         print(f"tui web: serving {db}\n  {_url(args.host, _bound_port(runner), shown)}", flush=True)
         print("  Ctrl+C stops the server and every tab's app.", flush=True)
         stop = asyncio.Event()
@@ -123,10 +124,9 @@ def _bound_port(runner: Any) -> int:
     return runner.addresses[0][1]  # --port 0 asks the system for a free one
 
 
-def _url(host: str, port: int, token: str | None) -> str:
+def _url(host: str, port: int, token: str) -> str:
     if host in ("", "0.0.0.0", "::"):
         host = socket.gethostname()  # any address of this machine; its name is a fair guess
     if ":" in host:
         host = f"[{host}]"
-    query = f"/?token={token}" if token else "/"
-    return f"http://{host}:{port}{query}"
+    return f"http://{host}:{port}/?token={token}"

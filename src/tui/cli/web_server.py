@@ -65,13 +65,17 @@ class AppTab(AppService):
 
 
 class WebServer(Server):
-    """Serves ``argv`` (the app command) to browsers. With ``token`` set, every request needs
-    it (``?token=``, then a cookie the page sets); without it, only loopback Host names."""
+    """Serves ``argv`` (the app command) to browsers. Every request needs ``token``
+    (``?token=``, then a cookie the page sets); on a ``loopback`` address, also a loopback
+    Host name."""
 
-    def __init__(self, argv: Sequence[str], *, token: str | None) -> None:
+    def __init__(self, argv: Sequence[str], *, token: str, loopback: bool) -> None:
+        if not token:
+            raise ValueError("tui web always needs a token")
         super().__init__(shlex.join(argv), title="tui")
         self.argv = list(argv)
         self.token = token
+        self.loopback = loopback
         self.tabs: set[AppTab] = set()
 
     async def _make_app(self) -> web.Application:
@@ -84,17 +88,16 @@ class WebServer(Server):
         from_query = False
         # Cookies ignore the port, so two servers on one host must not share a name.
         cookie = f"tui_web_token_{request.url.port}"
-        if self.token is not None:
-            given = request.cookies.get(cookie, "")
-            if not self._token_ok(given):
-                given, from_query = request.query.get("token", ""), True
-            if not self._token_ok(given):
-                return web.Response(
-                    status=401, text="tui web: open the URL with the token that `tui web` printed\n"
-                )
-        elif (request.url.host or "") not in LOOPBACK_NAMES:
-            # Without a token only loopback names are served: a foreign name pointing at
-            # 127.0.0.1 (DNS rebinding) must not reach the app.
+        # Loopback too: any local user can connect to 127.0.0.1, and TCP says not who.
+        given = request.cookies.get(cookie, "")
+        if not self._token_ok(given):
+            given, from_query = request.query.get("token", ""), True
+        if not self._token_ok(given):
+            return web.Response(
+                status=401, text="tui web: open the URL with the token that `tui web` printed\n"
+            )
+        if self.loopback and (request.url.host or "") not in LOOPBACK_NAMES:
+            # A foreign name pointing at 127.0.0.1 (DNS rebinding) has no business here.
             return web.Response(status=403, text="tui web: unexpected Host header\n")
         if request.path == "/ws" and not _same_origin(request):
             # Browsers let any page open a websocket anywhere; only our own page may.
@@ -106,7 +109,6 @@ class WebServer(Server):
         return response
 
     def _token_ok(self, given: str) -> bool:
-        assert self.token is not None
         return bool(given) and hmac.compare_digest(given.encode(), self.token.encode())
 
     async def on_startup(self, app: web.Application) -> None:

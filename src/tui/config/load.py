@@ -7,7 +7,6 @@ name, and a local entry replaces the global one of the same name whole.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
@@ -16,6 +15,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from tui.config import placeholders
+from tui.config.agent_command import check_command
+from tui.config.interpreters import script_argv
 from tui.config.paths import global_config_path, local_config_path, user_config_dir
 from tui.config.schema import (
     AGENT_DEFAULTS,
@@ -31,7 +32,9 @@ from tui.config.schema import (
     Source,
     TaskTemplate,
 )
-from tui.config.xml_templates import read_xml_template, template_files
+from tui.config.start_keys import not_used, used
+from tui.config.toml_source import TomlProblem, read_toml
+from tui.config.xml_templates import read_xml_templates, template_files
 from tui.model.agent_kinds import BUILTIN_AGENTS
 from tui.model.error_text import human_error
 from tui.model.issues import Issue, TaskFileError
@@ -39,6 +42,7 @@ from tui.model.suggest import did_you_mean
 from tui.model.task import Task
 
 M = TypeVar("M", bound=BaseModel)
+XML_NAME_RE = re.compile(r"^[a-z0-9]+([-_][a-z0-9]+)*$")
 Scope = Literal["global", "local"]
 
 
@@ -92,6 +96,9 @@ class Config:
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> task name
     files: list[Origin] = field(default_factory=list)
     warnings: list[Issue] = field(default_factory=list)
+    # (section, name) of entries left out for their own errors: a reference to one is not
+    # reported again as "unknown" (one real error, no cascade).
+    broken: set[tuple[str, str]] = field(default_factory=set)
 
     def agent(self, name: str) -> Item[AgentDef] | None:
         if name in self.agents:
@@ -101,10 +108,16 @@ class Config:
         return None
 
     def task(self, name_or_alias: str) -> Item[TaskTemplate] | None:
-        return self.tasks.get(self.aliases.get(name_or_alias, name_or_alias))
+        name = self.aliases.get(name_or_alias, name_or_alias)
+        return self.tasks.get(name) or self.tasks.get(name.replace("-", "_"))
 
 
 # -- reading -------------------------------------------------------------------------------
+
+
+# `start` keeps each section in a file of its own beside config.toml; tui reads them too, in
+# this order after config.toml, so a `start` config directory works unmodified.
+SECTION_FILES = ("agents.toml", "roles.toml", "contexts.toml", "tasks.toml")
 
 
 def config_files(project_dir: Path) -> list[tuple[Path, Path, Scope]]:
@@ -115,31 +128,26 @@ def config_files(project_dir: Path) -> list[tuple[Path, Path, Scope]]:
     ]
 
 
+def _all_files(project_dir: Path) -> list[tuple[Path, Path, Scope]]:
+    """config.toml and the section files beside it, global ones first."""
+    out = []
+    for path, base, scope in config_files(project_dir):
+        out.append((path, base, scope))
+        out += [(path.parent / name, base, scope) for name in SECTION_FILES]
+    return out
+
+
 def _read(project_dir: Path, issues: list[Issue]) -> list[tuple[Origin, dict[str, Any]]]:
     found = []
-    for path, base, scope in config_files(project_dir):
+    for path, base, scope in _all_files(project_dir):
         try:
-            text = path.read_text(encoding="utf-8")
+            text, data = read_toml(path)
         except FileNotFoundError:
             continue
-        except (OSError, UnicodeDecodeError) as e:
-            issues.append(Issue(str(path), None, "", f"cannot read: {e}", "check the file"))
+        except TomlProblem as e:
+            issues.append(Issue(str(path), e.line, "", e.message, e.fix))
             continue
         origin = Origin(path, base, scope, text)
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            line = re.search(r"line (\d+)", str(e))
-            issues.append(
-                Issue(
-                    str(path),
-                    int(line.group(1)) if line else None,
-                    "",
-                    f"invalid TOML: {e}",
-                    'check quotes, brackets and `key = "value"` syntax there',
-                )
-            )
-            continue
         for key in data:
             if key not in SECTIONS:
                 guess = did_you_mean(key, SECTIONS)
@@ -179,6 +187,7 @@ def _settings(origin: Origin, raw: Any, issues: list[Issue]) -> Settings | None:
     if not isinstance(raw, dict):
         issues.append(origin.issue("settings", "", "", "must be a table", "write [settings]"))
         return None
+    raw = used("settings", raw)
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as exc:
@@ -206,6 +215,18 @@ def load_settings(project_dir: Path | None = None) -> tuple[Settings, list[Issue
     return Settings.model_construct(**{**Settings().model_dump(), **merged}), issues
 
 
+def user_settings() -> Settings:
+    """[settings] of the user's own config.toml alone: what a project's file may not grant.
+    A broken file grants nothing (`tui config validate` reports it)."""
+    path = global_config_path()
+    try:
+        text, data = read_toml(path)
+    except (FileNotFoundError, TomlProblem):
+        return Settings()
+    origin = Origin(path, user_config_dir(), "global", text)
+    return _settings(origin, data.get("settings", {}), []) or Settings()
+
+
 def settings_or_raise(project_dir: Path | None = None) -> Settings:
     settings, issues = load_settings(project_dir)
     if issues:
@@ -223,6 +244,18 @@ def load_config(project_dir: Path | None = None) -> Config:
     config = Config(project_dir, settings)
     for origin, data in _read(project_dir, []):  # read problems are already in issues
         config.files.append(origin)
+        unused = not_used(data)
+        if unused:
+            config.warnings.append(
+                Issue(
+                    str(origin.path),
+                    None,
+                    "",
+                    f"not used by tui: {', '.join(unused)}",
+                    "nothing to do (they are `start` settings); remove them to silence this",
+                    "warning",
+                )
+            )
         for section, model in SECTION_MODELS.items():
             raw = data.get(section, {})
             if not isinstance(raw, dict):
@@ -230,9 +263,14 @@ def load_config(project_dir: Path | None = None) -> Config:
                 issues.append(origin.issue(section, "", "", "must be a table of tables", fix))
                 continue
             for name, body in raw.items():
-                item = _entry(origin, section, name, body, model, issues)
+                item = _entry(
+                    origin, section, name, used(section, body), model, issues, config.warnings
+                )
                 if item is not None:
                     getattr(config, section)[name] = item
+                    config.broken.discard((section, name))
+                elif name not in getattr(config, section):
+                    config.broken.add((section, name))
     _add_xml_templates(config, issues)
     _check_references(config, issues)
     _collect_aliases(config)
@@ -243,33 +281,51 @@ def load_config(project_dir: Path | None = None) -> Config:
 
 def _add_xml_templates(config: Config, issues: list[Issue]) -> None:
     """XML atomic templates beside each config.toml; a local one replaces a global one, and
-    one scope may not define a name twice."""
+    one scope may not define a name twice. A template that cannot be used is a warning (the
+    Task System's loader warns too): every other template still loads."""
     for _, base_dir, scope in config_files(config.project_dir):
         folder = base_dir if scope == "global" else base_dir / ".tui"
         for path in template_files(folder):
-            read = read_xml_template(path, issues)
-            if read is None:
-                continue
-            name, body = read
-            old = config.tasks.get(name)
-            if old is not None and old.origin is not None and old.origin.scope == scope:
-                fix = f"rename one of them (the other is in {old.origin.path})"
-                issues.append(Issue(str(path), None, "task@name", f"{name!r} defined twice", fix))
-                continue
             origin = Origin(path, base_dir, scope)
-            if old is not None and scope == "global":
-                continue  # the project's own template of that name wins
-            item = _entry(origin, "tasks", name, body, TaskTemplate, issues)
-            if item is not None:
-                config.tasks[name] = item
+            added = False
+            for name, body in read_xml_templates(path, config.warnings):
+                old = config.tasks.get(name)
+                if old is not None and old.origin is not None and old.origin.scope == scope:
+                    fix = f"rename one of them (the other is in {old.origin.path})"
+                    issues.append(
+                        Issue(str(path), None, "task@name", f"{name!r} defined twice", fix)
+                    )
+                    continue
+                if old is not None and scope == "global":
+                    continue  # the project's own template of that name wins
+                problems: list[Issue] = []
+                item = _entry(origin, "tasks", name, body, TaskTemplate, problems, config.warnings)
+                for p in problems:
+                    message = f"{p.message}; template {name!r} left out"
+                    config.warnings.append(
+                        Issue(p.file, p.line, p.field, message, p.fix, "warning")
+                    )
+                if item is not None:
+                    config.tasks[name] = item
+                    added = True
+            if added:
                 config.files.append(origin)
 
 
 def _entry(
-    origin: Origin, section: str, name: str, body: Any, model: type[BaseModel], issues: list[Issue]
+    origin: Origin,
+    section: str,
+    name: str,
+    body: Any,
+    model: type[BaseModel],
+    issues: list[Issue],
+    warnings: list[Issue] | None = None,
 ) -> Item[Any] | None:
     ok = True
-    if not NAME_RE.match(name):
+    # The Task System names templates with underscores (validate_input): valid in XML, and
+    # found by their kebab-case form too.
+    xml = origin.path.suffix == ".xml"
+    if not (XML_NAME_RE if xml else NAME_RE).match(name):
         issues.append(origin.issue(section, name, "", f"invalid name {name!r}", NAME_FIX))
         ok = False
     if not isinstance(body, dict):
@@ -283,21 +339,39 @@ def _entry(
         return None
     before = len(issues)
     if isinstance(value, Source):
-        _check_source(value, origin, section, name, issues)
+        _check_source(value, origin, section, name, issues, warnings)
+    if isinstance(value, AgentDef) and value.type == "command":
+        for message, fix in check_command(value.command):
+            issues.append(origin.issue(section, name, "command", message, fix))
     if isinstance(value, TaskTemplate):
         _check_template(value, origin, name, issues)
     return Item(name, value, origin) if ok and len(issues) == before else None
 
 
 def _check_source(
-    src: Source, origin: Origin, section: str, name: str, issues: list[Issue]
+    src: Source,
+    origin: Origin,
+    section: str,
+    name: str,
+    issues: list[Issue],
+    warnings: list[Issue] | None = None,
 ) -> None:
+    if src.shell and src.command:
+        try:
+            script_argv(src.shell, src.command, src.shell_args)
+        except ValueError as e:
+            issues.append(origin.issue(section, name, "shell", str(e), "set shell_args"))
     if src.prompt is None:
         return
     given = {k for k in ("file", "command") if getattr(src, k)}
     declared = [v.name for v in src.variables] if isinstance(src, TaskTemplate) else []
-    for message, fix in placeholders.check(src.prompt, given, declared):
-        issues.append(origin.issue(section, name, "prompt", message, fix))
+    for message, fix, severity in placeholders.check(src.prompt, given, declared):
+        if severity == "warning":
+            if warnings is not None:
+                where = (section, name, "prompt")
+                warnings.append(origin.issue(*where, message, fix, "warning"))
+        else:
+            issues.append(origin.issue(section, name, "prompt", message, fix))
 
 
 def _check_template(t: TaskTemplate, origin: Origin, name: str, issues: list[Issue]) -> None:
@@ -344,6 +418,8 @@ def _check_references(config: Config, issues: list[Issue]) -> None:
     ) -> None:
         guess = did_you_mean(value, names)
         hint = f"did you mean {guess[0]!r}? " if guess else ""
+        if (kind, value) in config.broken:
+            return  # its own error is already reported
         fix = f"{hint}define [{kind}.{value}], or use one of: {', '.join(names) or '(none yet)'}"
         path = origin or (config.files[-1] if config.files else None)
         if path is not None:

@@ -8,17 +8,28 @@ from collections.abc import Collection, Mapping
 
 from tui.model.suggest import did_you_mean
 
-PLACEHOLDERS = ("instructions", "file", "file_contents", "command", "command_output", "date")
+PLACEHOLDERS = (
+    "instructions",
+    "file",
+    "file_contents",
+    "command",
+    "command_output",
+    "date",
+    "model",
+)
 NEEDS = {"file": "file", "file_contents": "file", "command": "command", "command_output": "command"}
 # ``{{name}}`` is a template variable where the template declares any; otherwise doubled
 # braces are literal braces, and a single brace opens or closes a placeholder.
 _TOKEN = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
 
-def check(text: str, given: set[str], variables: Collection[str] = ()) -> list[tuple[str, str]]:
-    """(message, fix) for every problem in ``text``; ``given`` holds "file"/"command" when set,
-    ``variables`` the template's declared variable names."""
-    problems: list[tuple[str, str]] = []
+def check(
+    text: str, given: set[str], variables: Collection[str] = ()
+) -> list[tuple[str, str, str]]:
+    """(message, fix, severity) for every problem in ``text``; ``given`` holds "file" and
+    "command" when set, ``variables`` the template's declared variable names. A placeholder
+    whose source is not set is empty (as in `start`): a warning."""
+    problems: list[tuple[str, str, str]] = []
     for m in _TOKEN.finditer(text):
         token = m.group(0)
         if m.group(1) is not None:
@@ -26,13 +37,17 @@ def check(text: str, given: set[str], variables: Collection[str] = ()) -> list[t
                 guess = did_you_mean(m.group(1), list(variables))
                 hint = f"did you mean {{{{{guess[0]}}}}}? " if guess else ""
                 fix = f"{hint}declare it in the template's variables"
-                problems.append((f"unknown variable {token}", fix))
+                problems.append((f"unknown variable {token}", fix, "error"))
             continue
         if token in ("{{", "}}"):
             continue
         if m.group(2) is None:
             problems.append(
-                (f"lone {token!r} at character {m.start() + 1}", f"write it doubled: {token * 2}")
+                (
+                    f"lone {token!r} at character {m.start() + 1}",
+                    f"write it doubled: {token * 2}",
+                    "error",
+                )
             )
             continue
         name = m.group(2)
@@ -44,12 +59,17 @@ def check(text: str, given: set[str], variables: Collection[str] = ()) -> list[t
                     f"unknown placeholder {{{name}}}",
                     f"{hint}known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}; "
                     "write {{ and }} for literal braces",
+                    "error",
                 )
             )
         elif name in NEEDS and NEEDS[name] not in given:
             key = NEEDS[name]
             problems.append(
-                (f"{{{name}}} is used but no {key} is set", f'add {key} = "..." next to the prompt')
+                (
+                    f"{{{name}}} is used but no {key} is set: it will be empty",
+                    f'add {key} = "..." next to the prompt, or remove {{{name}}}',
+                    "warning",
+                )
             )
     return problems
 

@@ -1,5 +1,11 @@
 """A role's, context's or template's text: its prompt with placeholders filled in, or (with no
-prompt) its file's contents and its command's output."""
+prompt) its file's contents and its command's output.
+
+As `start` does (its DR-008 and DR-009): a relative ``file`` is taken from the working
+directory (the project) whether the table is in the global or the local config; a missing
+file is a warning and its contents are empty; ``{command_output}`` (and ``{command}``) are
+empty when no command is set, ``{file}``/``{file_contents}`` when no file is.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +19,13 @@ from tui.config.schema import DEFAULT_SHELL, Settings, Source
 from tui.model.issues import TaskFileError
 
 NO_INSTRUCTIONS = "None"  # what {instructions} says when the user typed nothing
+MESSAGE_LINES = 8  # last lines of a failing command's output kept in its error
 
 
-def source_path(src: Source, origin: Origin) -> Path:
-    """``file`` with ~ expanded; relative to the project (local) or the config dir (global)."""
+def source_path(src: Source, cwd: Path) -> Path:
+    """``file`` with ~ expanded; a relative one is the working directory's (the project's)."""
     path = Path(src.file).expanduser()
-    return path if path.is_absolute() else (origin.base / path).absolute()
+    return path if path.is_absolute() else (cwd / path).absolute()
 
 
 async def render(
@@ -32,27 +39,46 @@ async def render(
     cwd: Path,
     append_instructions: bool = False,
     variables: dict[str, str] | None = None,
+    model: str = "",
+    warnings: list[str] | None = None,
 ) -> str:
     """The text of ``src``, the [section.name] table of ``origin``.
-    ``append_instructions``: a template without a prompt ends with the user's text."""
+    ``append_instructions``: a template without a prompt ends with the user's text.
+    Problems that do not stop it (a missing file) are added to ``warnings``."""
 
     def fail(field: str, message: str, fix: str) -> TaskFileError:
         return TaskFileError([origin.issue(section, name, field, message, fix)])
 
     def contents() -> str:
-        path = source_path(src, origin)
+        if not src.file:
+            return ""
+        path = source_path(src, cwd)
         try:
             return path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            if warnings is not None:
+                where = f"{origin.path}: [{section}.{name}]"
+                warnings.append(f"{where} file {path} not found; its contents are left out")
+            return ""
         except OSError as e:
             reason = e.strerror or type(e).__name__
             raise fail("file", f"cannot read {path}: {reason}", "fix the path") from None
 
     async def output() -> str:
+        if not src.command:
+            return ""
         shell = src.shell or settings.shell or DEFAULT_SHELL
+        shell_args = src.shell_args if src.shell_args is not None else settings.shell_args
+        if src.shell_args is None and src.shell:
+            shell_args = None  # a table's own interpreter takes its own flags
         timeout = src.command_timeout if src.command_timeout is not None else None
         timeout = settings.command_timeout if timeout is None else timeout
         try:
-            result = await run_command(src.command, shell=shell, timeout=timeout, cwd=str(cwd))
+            result = await run_command(
+                src.command, shell=shell, timeout=timeout, cwd=str(cwd), shell_args=shell_args
+            )
+        except ValueError as e:
+            raise fail("shell", str(e), "set shell_args next to shell") from None
         except OSError as e:
             err = fail("shell", f"cannot start {shell!r}: {e.strerror}", "set an installed shell")
             raise err from None
@@ -63,17 +89,15 @@ async def render(
                 "make it faster, or raise command_timeout",
             )
         if result.exit_code != 0:
-            tail = result.output.strip().splitlines()[-3:]
-            said = f": {' / '.join(tail)}" if tail else ""
             raise fail(
                 "command",
-                f"command exited with {result.exit_code}{said}",
-                f"make `{shell} -c <command>` succeed in {cwd}",
+                f"command exited with {result.exit_code}{_said(result.output)}",
+                f"make the command succeed with {shell} in {cwd}",
             )
         return result.output.removesuffix("\n")
 
     if src.prompt is None:
-        parts = [contents() if src.file else "", await output() if src.command else ""]
+        parts = [contents(), await output()]
         if append_instructions:
             parts.append(instructions)
         return "\n\n".join(p for p in parts if p)
@@ -82,11 +106,15 @@ async def render(
         "instructions": instructions or NO_INSTRUCTIONS,
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "command": src.command,
+        "model": model,
+        "file": str(source_path(src, cwd)) if src.file else "",
+        "file_contents": contents() if "file_contents" in need else "",
+        "command_output": await output() if "command_output" in need else "",
     }
-    if src.file:
-        values["file"] = str(source_path(src, origin))
-    if "file_contents" in need:
-        values["file_contents"] = contents()
-    if "command_output" in need:
-        values["command_output"] = await output()
     return placeholders.substitute(src.prompt, values, variables)
+
+
+def _said(output: str) -> str:
+    """The command's last non-blank lines (stdout and stderr as written), one per line."""
+    tail = [ln.rstrip() for ln in output.splitlines() if ln.strip()][-MESSAGE_LINES:]
+    return (":\n" + "\n".join(f"  {ln}" for ln in tail)) if tail else " (no output)"

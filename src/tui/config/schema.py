@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -16,10 +17,24 @@ from tui.model.variables import Variable
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_FIX = "use lower-case letters, digits and single dashes, e.g. `code-review`"
+# A config-only type: another agent CLI run through its `command` template (by the shell
+# adapter, see tui.config.agent_command), so it has no entry in the agent-kind table.
+COMMAND_TYPE = "command"
+AGENT_DEF_TYPES = (*CONFIG_TYPES, COMMAND_TYPE)
+CLI_KINDS = tuple(k.name for k in KINDS.values() if k.cli)  # driven through their protocol
 NOTIFY_MODES = ("auto", "off", "osc9", "osc777")
 DEFAULT_CONCURRENCY = 4
 DEFAULT_SHELL = "bash"
 SECTIONS = ("settings", "agents", "roles", "contexts", "tasks")
+# Keys of `start`'s own configs that tui reads without using: one "not used by tui" warning,
+# never an error (so a real `start` config loads unmodified).
+NOT_USED: dict[str, tuple[str, ...]] = {
+    "settings": ("log_level", "asset_download", "asset_repo", "asset_path", "assets_index"),
+    "agents": ("url", "models_url"),
+    "roles": (),
+    "contexts": (),
+    "tasks": ("system_prompt", "system_prompt_file"),
+}
 
 # What a [tasks.NAME] may set besides its own keys: defaults for the YAML task it becomes.
 TASK_DEFAULTS = ("timeout", "retry", "priority", "tags", "review", "output_format")
@@ -34,6 +49,7 @@ class Settings(_Model):
     default_agent: str = ""
     default_role: str = ""
     shell: str = ""  # "" = the built-in bash
+    shell_args: list[str] | None = None  # how `shell` takes a script; "" = known per shell
     command_timeout: float = 30.0  # seconds for {command} output; a Go duration in TOML
     concurrency: int | None = Field(default=None, ge=1)
     theme: str = ""
@@ -41,6 +57,9 @@ class Settings(_Model):
     database: str = ""  # made absolute against the file's base directory when loaded
     keys: dict[str, Any] = Field(default_factory=dict)  # command id -> key, checked by the app
     confirm_cancel: bool = True  # the app asks y/N before `c` kills a running task
+    # Taskfile tasks an agent may pass arguments to through run_user_task ("*": any). Read
+    # from the user's own config.toml only: a project (which agents write to) cannot grant it.
+    agent_task_args: list[str] = Field(default_factory=list)
 
     @field_validator("command_timeout", mode="before")
     @classmethod
@@ -54,8 +73,12 @@ class Settings(_Model):
 
 
 class AgentDef(_Model):
-    type: str
+    # "" = from `bin` (claude, gemini, codex), else "command" when a command template is given
+    type: str = ""
+    description: str = ""
     bin: str = ""  # the CLI to run (claude, gemini, codex)
+    # `start`'s argv template for a custom agent CLI: {bin} {model} {role} {role_file} {prompt}
+    command: str = ""
     default_model: str = ""
     models: dict[str, str] = Field(default_factory=dict)  # short name -> model id
     args: list[str] = Field(default_factory=list)  # extra CLI arguments
@@ -71,15 +94,31 @@ class AgentDef(_Model):
     @field_validator("type", mode="before")
     @classmethod
     def _check_type(cls, value: Any) -> Any:
-        return one_of("type", value, CONFIG_TYPES, optional=False)
+        return one_of("type", value, AGENT_DEF_TYPES, optional=True)
 
     @model_validator(mode="after")
     def _shell_needs_script(self) -> AgentDef:
+        if not self.type:
+            # A `start` agent names its CLI in `bin`: tui drives the CLIs it knows with their
+            # own protocol, and runs any other through its command template.
+            known = os.path.basename(self.bin)
+            if known in CLI_KINDS:
+                self.type = known
+            elif self.command:
+                self.type = COMMAND_TYPE
+            else:
+                raise ValueError(
+                    f"type is required: use one of {', '.join(AGENT_DEF_TYPES)} "
+                    '(or command = "{bin} --model {model} {prompt}" for another CLI)'
+                )
+        if self.type == COMMAND_TYPE and not self.command.strip():
+            raise ValueError('a command agent needs command = "{bin} ... {prompt}"')
         if self.type == "shell" and not self.script.strip():
             raise ValueError('a shell agent needs script = "..." (the prompt is in $TUI_PROMPT)')
         if self.type != "shell" and self.script:
             raise ValueError(f"script is only for shell agents; a {self.type} agent takes bin/args")
-        if not KINDS[self.type].models and (self.models or self.default_model):
+        takes_models = self.type == COMMAND_TYPE or KINDS[self.type].models
+        if not takes_models and (self.models or self.default_model):
             takes = ", ".join(k.name for k in KINDS.values() if k.models)
             raise ValueError(f"a {self.type} agent takes no model; models are for {takes} agents")
         return self
@@ -88,10 +127,13 @@ class AgentDef(_Model):
 class Source(_Model):
     """Where a role's, context's or template's text comes from (at least one of the three)."""
 
+    description: str = ""
     file: str = ""
     command: str = ""
     prompt: str | None = None
     shell: str = ""
+    # How `shell` takes a script; "" = known from the interpreter (sh -c, node -e, ...).
+    shell_args: list[str] | None = None
     command_timeout: float | None = None
 
     @field_validator("command_timeout", mode="before")
@@ -119,7 +161,6 @@ class TaskTemplate(Source):
     model_config = ConfigDict(extra="allow")
 
     alias: str = ""
-    description: str = ""
     role: str = ""
     agent: str = ""
     contexts: list[str] = Field(default_factory=list)  # optional contexts this template uses

@@ -3,8 +3,9 @@ project's Taskfile): a request, a listed template, the source protocol and its e
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from tui.model.task import Task
 
@@ -29,17 +30,41 @@ class Template:
     alias: str
     description: str
     source: str  # global | local | taskfile
+    label: str = ""  # shown beside the name (a Taskfile task's `label:`); never run by
+    wildcard: bool = False  # the name is a pattern (`release:*`): run it by a matching name
+    aliases: tuple[str, ...] = ()  # more names it answers to (a Taskfile task's aliases)
 
-    def as_json(self) -> dict[str, str]:
-        return {
+    def matches(self, wanted: str) -> bool:
+        names = (self.name, self.alias, *self.aliases)
+        if wanted in names:
+            return True
+        if "_" in self.name and wanted == self.name.replace("_", "-"):
+            return True  # an XML template's validate_input is also validate-input
+        if not self.wildcard:
+            return False
+        for pattern in (n for n in names if "*" in n):
+            parts = (re.escape(p) for p in pattern.split("*"))
+            if re.fullmatch("(.*)".join(parts), wanted, re.DOTALL) is not None:
+                return True
+        return False
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "name": self.name,
             "alias": self.alias,
             "description": self.description,
             "source": self.source,
         }
+        if self.label:
+            out["label"] = self.label
+        if self.wildcard:
+            out["wildcard"] = True
+        return out
 
 
 class TemplateSource(Protocol):
+    warnings: list[str]  # problems that kept some of its templates out (shown, not fatal)
+
     def templates(self) -> list[Template]: ...
 
     async def make_task(self, name: str, request: TaskRequest) -> Task: ...

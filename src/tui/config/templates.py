@@ -7,12 +7,16 @@ another. ``tui task`` and the app list and run templates only through it.
 
 from __future__ import annotations
 
+import datetime
+import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tui.config.agent_command import PLACEHOLDER_ENV, command_script, uses
 from tui.config.load import Config, Item, task_defaults
 from tui.config.render import render
-from tui.config.schema import AgentDef, TaskTemplate
+from tui.config.schema import COMMAND_TYPE, AgentDef, TaskTemplate
 from tui.config.taskfile_templates import TaskfileTemplates
 from tui.config.template_types import TaskRequest, Template, TemplateError, TemplateSource
 from tui.model.agent_kinds import BUILTIN_AGENTS, DEFAULT_TYPE, KINDS
@@ -30,15 +34,24 @@ def template_sources(config: Config) -> list[TemplateSource]:
 
 
 def all_templates(sources: list[TemplateSource]) -> list[Template]:
-    return [t for s in sources for t in s.templates()]
+    """Every template, alphabetically by name (a name two sources share keeps lookup order)."""
+    return sorted((t for s in sources for t in s.templates()), key=lambda t: t.name)
 
 
 def find(sources: list[TemplateSource], wanted: str) -> tuple[TemplateSource, Template]:
-    """The template called (or aliased) ``wanted``; the first source that has it wins."""
+    """The template called (or aliased) ``wanted``, or the wildcard pattern it matches (the
+    template then carries ``wanted`` as its name); the first source that has it wins."""
     for source in sources:
         for t in source.templates():
             if wanted in (t.name, t.alias):
                 return source, t
+    for source in sources:
+        for t in source.templates():
+            if t.matches(wanted):
+                # A Taskfile task is run by the name given (go-task resolves aliases and
+                # patterns itself); a config template by its own name.
+                named = t.wildcard or t.source == "taskfile"
+                return source, (replace(t, name=wanted, wildcard=False) if named else t)
     names = [n for t in all_templates(sources) for n in (t.name, t.alias) if n]
     guess = did_you_mean(wanted, names)
     hint = f"; did you mean {guess[0]!r}?" if guess else ""
@@ -50,6 +63,7 @@ class ConfigTemplates:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self.warnings: list[str] = []
 
     def templates(self) -> list[Template]:
         return [
@@ -63,7 +77,7 @@ class ConfigTemplates:
         ]
 
     async def make_task(self, name: str, request: TaskRequest) -> Task:
-        return await build_task(self.config, name, request)
+        return await build_task(self.config, name, request, self.warnings)
 
 
 def _pick(kind: str, wanted: str, known: list[str], *fallbacks: str) -> str:
@@ -74,9 +88,12 @@ def _pick(kind: str, wanted: str, known: list[str], *fallbacks: str) -> str:
     return next((c for c in (wanted, *fallbacks) if c), "")
 
 
-async def build_task(config: Config, name: str, request: TaskRequest) -> Task:
+async def build_task(
+    config: Config, name: str, request: TaskRequest, warnings: list[str] | None = None
+) -> Task:
     """The Task for template ``name``: role, required contexts and the template's prompt, in
-    that order, for the selected agent."""
+    that order, for the selected agent. What does not stop it (a missing file) is added to
+    ``warnings``."""
     item = config.task(name)
     if item is None:
         raise TemplateError(f"no template named {name!r} in the config")
@@ -90,12 +107,19 @@ async def build_task(config: Config, name: str, request: TaskRequest) -> Task:
     assert agent is not None  # _pick and the loader checked every name
 
     variables = _variables(item, request.vars)
+    a = agent.model
+    wanted_model = request.model or item.model.defaults.get("model") or a.default_model
+    model = a.models.get(wanted_model, wanted_model)
+    # A command agent that takes the role by itself ({role}, {role_file}) gets it apart.
+    role_apart = a.type == COMMAND_TYPE and (
+        uses(a.command, "role") or uses(a.command, "role_file")
+    )
     blocks: list[tuple[str, Item[Any]]] = [("roles", config.roles[role])] if role else []
     wanted = [c for c, i in config.contexts.items() if i.model.required]
     wanted += [c for c in t.contexts if c not in wanted]
     blocks += [("contexts", config.contexts[c]) for c in wanted]
     blocks.append(("tasks", item))
-    parts = []
+    parts, role_text = [], ""
     for section, block in blocks:
         assert block.origin is not None  # only built-in agents lack a file
         text = await render(
@@ -108,22 +132,30 @@ async def build_task(config: Config, name: str, request: TaskRequest) -> Task:
             cwd=config.project_dir,
             append_instructions=block is item,
             variables=variables if block is item else None,
+            model=model,
+            warnings=warnings,
         )
-        if text:
+        if section == "roles" and role_apart:
+            role_text = text
+        elif text:
             parts.append(text)
-    return _task(config, item, agent, "\n\n".join(parts), request.model)
+    return _task(config, item, agent, "\n\n".join(parts), model, role_text)
 
 
 def _task(
-    config: Config, item: Item[TaskTemplate], agent: Item[AgentDef], prompt: str, model: str
+    config: Config,
+    item: Item[TaskTemplate],
+    agent: Item[AgentDef],
+    prompt: str,
+    model: str,
+    role: str = "",
 ) -> Task:
     a = agent.model
     t = item.model
     defaults = t.defaults
-    wanted_model = model or defaults.get("model") or a.default_model
     fields: dict[str, object] = {
-        "type": a.type,
-        "model": a.models.get(wanted_model, wanted_model),
+        "type": "shell" if a.type == COMMAND_TYPE else a.type,
+        "model": model,
         "additional_args": [*a.args, *defaults.get("additional_args", [])],
         "env": {**a.env, **defaults.get("env", {})},
         "project_dir": str(_project_dir(config, item)),
@@ -132,6 +164,17 @@ def _task(
     if a.type == "shell":
         env[PROMPT_ENV] = prompt
         instructions = a.script
+    elif a.type == COMMAND_TYPE:
+        # The CLI's argv comes from the config's template; every value from the environment.
+        values = {
+            "prompt": prompt,
+            "role": role,
+            "model": model,
+            "bin": os.path.expanduser(a.bin),
+            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        }
+        env.update({PLACEHOLDER_ENV[k]: v for k, v in values.items()})
+        instructions = command_script(a.command)
     else:
         instructions = prompt
         if a.bin:

@@ -87,6 +87,9 @@ async def _open(
         writer.close()
         raise DaemonUnavailable(f"the tui daemon for {paths.db} closed the connection")
     hello = wire.decode(line)
+    if hello.get("t") == "bye":  # refused at the door (e.g. its database file was deleted)
+        writer.close()
+        raise EngineError(f"the tui daemon for {paths.db}: {hello.get('reason', '')}")
     if hello.get("protocol") != wire.PROTOCOL:
         writer.close()
         raise EngineError(

@@ -52,6 +52,7 @@ class DaemonServer:
         self._streams: set[asyncio.StreamWriter] = set()
         self._conns: set[asyncio.StreamWriter] = set()
         self._jobs: set[asyncio.Task[None]] = set()
+        self.problem = ""  # why the daemon refuses to go on (its database file went away)
         self._sent: dict[asyncio.StreamWriter, Cursor] = {}  # how far each stream was sent
         self._sent_changed = asyncio.Condition()
 
@@ -95,12 +96,34 @@ class DaemonServer:
         with contextlib.suppress(FileNotFoundError):
             self.paths.socket.unlink()
 
+    def refuse(self, problem: str) -> None:
+        """Stop serving: the database file is not the one the engine has open any more."""
+        if not self.problem:
+            log.error("%s", problem)
+            self.problem = problem
+            self._on_shutdown()
+
+    def _file_gone(self) -> bool:
+        from tui.store.db import DatabaseFileError
+
+        try:
+            self.engine.store.check_file()
+        except DatabaseFileError as e:
+            self.refuse(str(e))
+        return bool(self.problem)
+
     # -- connections -----------------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = _peer_uid(writer)
         if peer != os.getuid():
             log.warning("refused a connection from uid %s", peer)
+            writer.close()
+            return
+        if self._file_gone():
+            with contextlib.suppress(ConnectionError):
+                writer.write(wire.encode({"t": "bye", "reason": self.problem}))
+                await writer.drain()
             writer.close()
             return
         self._conns.add(writer)

@@ -12,10 +12,15 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui.daemon.paths import DaemonPaths
 from tui.daemon.redact import RedactingFormatter
 from tui.engine.scheduler import EngineError
+
+if TYPE_CHECKING:
+    from tui.daemon.server import DaemonServer
+    from tui.store.db import Store
 
 log = logging.getLogger("tui.daemon")
 
@@ -84,9 +89,11 @@ async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
                 loop.add_signal_handler(sig, stop.set)
             # Detached from any terminal: a hang-up is not a reason to stop the agents.
             loop.add_signal_handler(signal.SIGHUP, lambda: None)
+            watch = asyncio.create_task(_watch_file(store, server))
             await stop.wait()
+            watch.cancel()
             log.info("stopping")
-            await server.close("the daemon was stopped")
+            await server.close(server.problem or "the daemon was stopped")
         finally:
             if untune_gc is not None:
                 untune_gc()
@@ -94,3 +101,22 @@ async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
             await store.close()
             log.info("stopped")
     return 0
+
+
+FILE_CHECK_EVERY = 2.0  # seconds between looks at whether the database file is still ours
+
+
+async def _watch_file(store: Store, server: DaemonServer) -> None:
+    """Stop the daemon if its database file is deleted or replaced under it: every write
+    would go to a file nobody can open again. Closing the store saves what it holds."""
+    from tui.store.db import DatabaseFileError
+
+    # $TUI_DB_CHECK_SECONDS: the tests pick when the look happens.
+    every = float(os.environ.get("TUI_DB_CHECK_SECONDS") or FILE_CHECK_EVERY)
+    while True:
+        await asyncio.sleep(every)
+        try:
+            store.check_file()
+        except DatabaseFileError as e:
+            server.refuse(str(e))
+            return

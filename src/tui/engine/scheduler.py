@@ -47,7 +47,7 @@ from tui.procs.process import (
     terminate_group,
 )
 from tui.store.chunks import ChunkRow, make_chunks
-from tui.store.db import Move, Store, StoreError, waiting_reason
+from tui.store.db import DiskFullError, Move, Store, StoreError, waiting_reason
 from tui.store.records import (
     RAW,
     STDERR,
@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL = 0.05  # seconds between output batches (a UI frame or so)
 FLUSH_HIGH_WATER = 20_000  # lines buffered before a producer waits for the writer
+DISK_FULL_RETRY = 1.0  # seconds between attempts to store a run's end while the disk is full
 SUBSCRIBER_BACKLOG = 50_000  # events + lines a viewer may lag before it reads back from the store
 
 
@@ -83,7 +84,8 @@ class _Run:
     raw_seq: int = 0
     proc: Child | None = None
     recorded: asyncio.Future[None] | None = None  # the process stored in its run row
-    kill_reason: str = ""  # "timeout" | "cancel" | "shutdown"
+    kill_reason: str = ""  # "timeout" | "cancel" | "shutdown" | "disk_full"
+    kill_error: str = ""  # why, for "disk_full"
     runner: asyncio.Task[None] | None = None
     # The timeout counts only while the agent works, not while it waits on a human:
     # exactly one of these two is set at any time.
@@ -248,6 +250,7 @@ class Engine:
         self._out_lock = asyncio.Lock()
         self._flushing: asyncio.Future[None] | None = None
         self._out_ready = asyncio.Event()
+        self._disk_kills: set[asyncio.Task[None]] = set()
         self._subscribers: set[_Subscriber] = set()
         self._published = Cursor()
 
@@ -690,10 +693,10 @@ class Engine:
         reason: str,
         **updates: Any,
     ) -> bool:
-        ok = await self.store.transition(rec.id, expected, to, reason, **updates)
-        if ok:
+        moved = await self.store.transition(rec.id, expected, to, reason, **updates)
+        if moved is not None:
             await self._moved(rec, to, reason, updates)
-        return ok
+        return moved is not None
 
     async def _moved(
         self, rec: TaskRecord, to: State, reason: str, updates: dict[str, Any]
@@ -919,6 +922,8 @@ class Engine:
             outcome, error = State.CANCELLED, "cancelled by user"
         elif run.kill_reason == "shutdown":
             outcome, error = State.FAILED, "interrupted"
+        elif run.kill_reason == "disk_full":
+            outcome, error = State.FAILED, run.kill_error
         if outcome == State.COMPLETED and rec.task.output_format is not None:
             outcome, error = await self._check_output(rec, result)
         if run.open_questions:
@@ -939,17 +944,23 @@ class Engine:
         move, retrying = (
             (None, False) if review else self._attempt_move(rec, outcome, error or "exit code 0")
         )
-        moved = await self.store.end_run(
-            run.run_id,
-            outcome=outcome.value,
-            exit_code=result.exit_code,
-            error=error,
-            cost_usd=result.cost_usd,
-            tokens_in=result.tokens_in,
-            tokens_out=result.tokens_out,
-            session_id=result.session_id,
-            then=move,
-        )
+        while True:
+            try:
+                moved = await self.store.end_run(
+                    run.run_id,
+                    outcome=outcome.value,
+                    exit_code=result.exit_code,
+                    error=error,
+                    cost_usd=result.cost_usd,
+                    tokens_in=result.tokens_in,
+                    tokens_out=result.tokens_out,
+                    session_id=result.session_id,
+                    then=move,
+                )
+                break
+            except DiskFullError as e:  # the run's end is stored once there is room again
+                log.error("%s; run %s ends when it can be stored", e, run.run_id)
+                await asyncio.sleep(DISK_FULL_RETRY)
         rec.run_ended_at = time.time()
         rec.cost_usd += result.cost_usd
         rec.tokens_in += result.tokens_in
@@ -1020,13 +1031,28 @@ class Engine:
         async with self._out_lock:
             chunks, self._out_chunks, self._out_lines = self._out_chunks, [], 0
             raw, self._raw_rows = self._raw_rows, []
-            await self.store.append_raw(raw)
-            if not chunks:
+            try:
+                await self.store.append_raw(raw)
+                if not chunks:
+                    return
+                first_id = await self.store.append_chunks(chunks)
+            except DiskFullError as e:
+                self._output_not_stored(e, {c[1] for c in chunks} | {r[1] for r in raw})
                 return
-            first_id = await self.store.append_chunks(chunks)
             batch = OutputBatch.of_chunks(first_id, chunks)
             self._published = self._published._replace(output_id=batch.last_id)
             self._publish(batch)
+
+    def _output_not_stored(self, e: DiskFullError, run_ids: set[int]) -> None:
+        """The disk is full: the runs whose output could not be stored fail (killed, with the
+        reason), rather than run on with nothing kept. What was stored before stays."""
+        log.error("%s", e)
+        for run in list(self._running.values()):
+            if run.run_id in run_ids and not run.kill_reason:
+                run.kill_reason, run.kill_error = "disk_full", str(e)
+                kill = asyncio.ensure_future(self._kill(run))
+                self._disk_kills.add(kill)
+                kill.add_done_callback(self._disk_kills.discard)
 
     async def _flush_loop(self) -> None:
         while True:

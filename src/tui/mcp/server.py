@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Awaitable
 from typing import Annotated, TypeVar
 
@@ -28,19 +29,38 @@ def build_server(tools: Tools) -> MCPServer:
     @server.tool(structured_output=False)
     async def list_user_tasks() -> str:
         """List the tasks the user defined for this project (its .agent/Taskfile.yml), as JSON:
-        [{"name", "description"}]. Run one with run_user_task."""
+        {"tasks": [{"name", "description", ...}], "message"}. Run one with run_user_task."""
         return json.dumps(await _call(tools.list_user_tasks()))
 
     @server.tool(structured_output=False)
     async def run_user_task(
-        name: Annotated[str, Field(description="a task name from list_user_tasks")],
+        task_name: Annotated[
+            str, Field(description="a task name from list_user_tasks (a match of a * pattern)")
+        ] = "",
         args: Annotated[
-            list[str], Field(description="arguments, passed to the task as CLI_ARGS")
-        ] = [],  # noqa: B006 - the SDK reads the default for the schema; never mutated
+            str | list[str],
+            Field(
+                description="arguments for the task's CLI_ARGS, as one string split like a "
+                "shell would (never run by one), or a list; only for tasks the user allowed "
+                "to take them (else leave empty)"
+            ),
+        ] = "",
+        vars: Annotated[
+            dict[str, str], Field(description="go-task variables NAME: value (requires: vars)")
+        ] = {},  # noqa: B006 - the SDK reads the default for the schema; never mutated
+        name: Annotated[str, Field(description="the same as task_name (older callers)")] = "",
     ) -> str:
         """Run one of the user's project tasks and wait for it. Returns JSON with name,
-        exit_code, stdout and stderr."""
-        return json.dumps(await _call(tools.run_user_task(name, list(args))))
+        exit_code, stdout and stderr (and a message when it did not run: a task with a prompt
+        runs only when the user says yes in tui)."""
+        wanted = task_name or name
+        if not wanted:
+            raise ToolError("give task_name (a name from list_user_tasks)")
+        try:
+            argv = shlex.split(args) if isinstance(args, str) else list(args)
+        except ValueError as e:
+            raise ToolError(f"args {args!r}: {e}") from None
+        return json.dumps(await _call(tools.run_user_task(wanted, argv, dict(vars))))
 
     @server.tool(name=tools.run.ask_tool, structured_output=False)
     async def ask_user(

@@ -17,7 +17,15 @@ from tui.engine.asking import answer_values, question_payload
 from tui.engine.scheduler import EngineError
 from tui.model.task import Task
 from tui.store.db import Store
-from tui.taskfile import TaskfileError, list_tasks, run_captured
+from tui.taskfile import (
+    TaskfileError,
+    TaskfileTask,
+    find_taskfile,
+    list_tasks,
+    prompt_question,
+    run_captured,
+    said_yes,
+)
 
 MAX_DEPTH = 5  # a top-level task is level 1; its subtasks level 2, and so on
 
@@ -76,19 +84,45 @@ class Tools:
             return os.path.expanduser(rec.task.agent.project_dir)
         return os.getcwd()
 
-    async def list_user_tasks(self) -> list[dict[str, str]]:
+    async def list_user_tasks(self) -> dict[str, Any]:
+        """{"tasks": [{"name", "description", ...}], "message"}: a Taskfile that cannot be
+        loaded is said in the message, not a failure of the tool."""
+        where = await self.project_dir()
         try:
-            tasks = await asyncio.to_thread(list_tasks, await self.project_dir())
+            tasks = await asyncio.to_thread(list_tasks, where)
         except TaskfileError as e:
-            raise ToolFailure(str(e)) from None
-        return [{"name": t.name, "description": t.desc} for t in tasks]
+            return {"tasks": [], "message": f"the project's Taskfile cannot be used: {e}"}
+        if find_taskfile(where) is None:
+            return {"tasks": [], "message": f"no .agent/Taskfile.yml in {where}"}
+        listed = [_described(t) for t in tasks]
+        message = f"{len(listed)} task(s); run one with run_user_task"
+        if any(t.wildcard for t in tasks):
+            message += " (a name with * is a pattern: give a matching name, e.g. release:1.2)"
+        if any(t.prompts for t in tasks):
+            message += "; a task with a prompt runs only if the user says yes in tui"
+        return {"tasks": listed, "message": message}
 
-    async def run_user_task(self, name: str, args: list[str]) -> dict[str, Any]:
+    async def run_user_task(
+        self, name: str, args: list[str], variables: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        if args:
+            _check_args_allowed(name)
         try:
-            done = await run_captured(await self.project_dir(), name, args)
+            done = await run_captured(
+                await self.project_dir(), name, args, variables=variables, confirm=self._confirm
+            )
         except TaskfileError as e:
             raise ToolFailure(str(e)) from None
         return done.to_json()
+
+    async def _confirm(self, entry: TaskfileTask, prompt: str) -> bool:
+        """The task's `prompt:` as a question to the person in tui; only yes runs it."""
+        payload = prompt_question(entry.name, prompt)
+        try:
+            q = await ask_person(Path(self.run.db), self.run.task_id, self.run.run_id, payload)
+        except EngineError:
+            return False
+        return q is not None and said_yes(q.answer, payload)
 
     async def ask_user(self, question: str, options: list[str], multi_select: bool) -> str:
         payload = question_payload(question, options, multi_select)
@@ -127,6 +161,36 @@ class Tools:
         finally:
             await store.close()
         return {"task_id": task_id, "name": name, "level": level}
+
+
+def _check_args_allowed(name: str) -> None:
+    """go-task splices {{.CLI_ARGS}} into its command text, so arguments from a model reach a
+    shell unless the Taskfile quotes them well: only tasks the user listed take them."""
+    from tui.config.load import user_settings
+    from tui.config.paths import global_config_path
+
+    allowed = user_settings().agent_task_args
+    if name in allowed or "*" in allowed:
+        return
+    raise ToolFailure(
+        f"task {name!r} does not take arguments from agents: Taskfile commands put arguments "
+        "into shell text, so the user allows them task by task. Call run_user_task without "
+        f"args, or ask the user to add {name!r} to agent_task_args under [settings] in "
+        f"{global_config_path()}."
+    )
+
+
+def _described(t: TaskfileTask) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": t.name, "description": t.desc}
+    if t.label:
+        out["label"] = t.label
+    if t.wildcard:
+        out["wildcard"] = True
+    if t.prompts:
+        out["asks_user"] = list(t.prompts)
+    if t.requires:
+        out["required_vars"] = list(t.requires)
+    return out
 
 
 async def _level(store: Store, task: Task) -> int:

@@ -21,6 +21,11 @@ _UNIT_NS: dict[str, int] = {
 _TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _BARE_NUMBER = re.compile(r"\d+\.?\d*|\.\d+")
 _EXAMPLE = 'write a number and a unit (h, m, s, ms, us, ns), e.g. "30m", "1h30m" or "45s"'
+# Go's own limit (an int64 of nanoseconds, about 292 years); past it Go's ParseDuration fails.
+MAX_NS = 2**63 - 1
+MAX_SECONDS = MAX_NS / _NS_PER_S
+_MAX_TEXT = 200  # characters; a longer "duration" is not one (and its digits cost to convert)
+_TOO_LONG = "duration is longer than 2562047h47m16s (Go's limit, about 292 years)"
 
 
 def parse_duration(value: str | int | float | None) -> float:
@@ -31,15 +36,20 @@ def parse_duration(value: str | int | float | None) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a duration, got {value!r}; {_EXAMPLE}")
     if isinstance(value, int | float):
-        if math.isnan(value) or math.isinf(value):
+        # Compared before float(): a 400-digit int does not fit one.
+        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
             raise ValueError(f"expected a finite duration, got {value!r}; {_EXAMPLE}")
         if value < 0:
             raise ValueError(f"duration must be >= 0; got {value!r}")
-        return float(value)
+        if value > MAX_SECONDS:
+            raise ValueError(f"{_TOO_LONG}; write e.g. 0 for no limit")
+        return _whole_ns(Fraction(value) * _NS_PER_S, repr(value))
     if not isinstance(value, str):
         raise ValueError(f"expected a duration, got {type(value).__name__}; {_EXAMPLE}")
 
     text = value.strip()
+    if len(text) > _MAX_TEXT:
+        raise ValueError(f"a duration of {len(text):,} characters is not one; {_EXAMPLE}")
     if text in ("", "0", "+0", "-0"):
         return 0.0
     body = text[1:] if text[0] in "+-" else text
@@ -57,8 +67,19 @@ def parse_duration(value: str | int | float | None) -> float:
         pos = term.end()
     if text[0] == "-" and total:
         raise ValueError(f'duration must be >= 0; got "{text}"')
-    # Exact arithmetic, one rounding: "0.1s" is exactly float(0.1).
-    return float(total / _NS_PER_S)
+    if total > MAX_NS:
+        raise ValueError(f'{_TOO_LONG}; got "{text}"')
+    return _whole_ns(total, f'"{text}"')
+
+
+def _whole_ns(ns: Fraction, shown: str) -> float:
+    """Seconds for ``ns`` rounded to whole nanoseconds, as Go keeps durations, so a stored
+    duration (written back as text) reads back the same. Exact arithmetic, one rounding:
+    "0.1s" is exactly float(0.1)."""
+    whole = round(ns)
+    if whole == 0 and ns > 0:  # it would read back as 0: no limit at all
+        raise ValueError(f"duration must be at least 1ns, or 0 for no limit; got {shown}")
+    return float(Fraction(whole, _NS_PER_S))
 
 
 def _fixed(count: int, unit: int) -> str:

@@ -26,9 +26,10 @@ FIXES: dict[str, str] = {
     "agent.type": f"use one of {', '.join(AGENT_TYPES)}; leave it out for {DEFAULT_TYPE}",
     "agent.permission_mode": "use one of the listed modes, or leave it out for the default",
     "agent.max_budget_usd": "use a dollar amount >= 0, or 0 for no budget limit",
+    "agent.env": "remove it from env; export it in the shell that starts tui instead",
     "timeout": _DURATION_FIX,
     "retry.delay": 'write a Go duration such as "2s" or "500ms"',
-    "retry.max_attempts": "use a whole number >= 1 (1 means no retries)",
+    "retry.max_attempts": "use a whole number from 1 to 1000 (1 means no retries)",
     "retry.backoff": "use linear or exponential, or leave it out for a fixed delay",
     "priority": "use high, normal or low, or leave it out",
     "depends_on": "list task ids or names of tasks in the same file",
@@ -101,5 +102,14 @@ def human_error(err: ErrorDetails) -> tuple[str, str]:
         bound = f"{ctx.get('ge', ctx.get('gt', 0)):g}"
         op = ">=" if kind == "greater_than_equal" else ">"
         return f"{name} must be {op} {bound}; got {value!r}", fix or f"use a value {op} {bound}"
+    if kind in ("less_than_equal", "less_than"):
+        ctx = err.get("ctx") or {}
+        bound = f"{ctx.get('le', ctx.get('lt', 0)):g}"
+        op = "<=" if kind == "less_than_equal" else "<"
+        return f"{name} must be {op} {bound}; got {value!r}", fix or f"use a value {op} {bound}"
+    if kind in ("string_too_long", "too_long"):
+        ctx = err.get("ctx") or {}
+        most = ctx.get("max_length", "?")
+        return f"{name} is too long (at most {most})", fix or "shorten it"
     # Unforeseen kinds: pydantic's short message (no URL), still tied to the field.
     return f"{name}: {err['msg']}", fix or "correct the value"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from tui.model.dependencies import find_cycles, resolve_dependencies
 from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
 from tui.model.issues import Issue, TaskFileError
+from tui.model.limits import MAX_ID_CHARS, UnreadableInput, read_bounded
 from tui.model.task import RUNTIME_FIELDS, Task
 from tui.model.variables import Variable, fill, resolve, unknown_uses
 from tui.model.yaml_source import Path as KeyPath
@@ -41,9 +43,11 @@ def load_task_files(paths: Sequence[str | Path], known_ids: Collection[str] = ()
     files = _expand(paths, issues)
     for path in files:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_bounded(str(path)).decode("utf-8")
         except UnicodeDecodeError:
             issues.append(Issue(str(path), None, "", "file is not UTF-8 text", "save it as UTF-8"))
+        except UnreadableInput as exc:
+            issues.append(Issue(str(path), None, "", str(exc), exc.fix))
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             issues.append(
@@ -98,6 +102,9 @@ def _read_file(
         parsed = parse_yaml(text)
     except YamlSyntaxError as exc:
         where = f" (line {exc.line}, column {exc.column})" if exc.column else ""
+        if exc.fix is not None:  # past a limit: not a syntax problem
+            issues.append(Issue(filename, exc.line, "", f"{exc.problem}{where}", exc.fix))
+            return []
         issues.append(
             Issue(
                 filename,
@@ -242,12 +249,32 @@ def _read_task(
         problems.append(
             entry.issue(("agent", needed), f"agent.{needed} is required", FIXES[f"agent.{needed}"])
         )
+    problems += _check_ids(entry, data)
     if entry.task is not None:
         problems += _apply_variables(entry, shared)
     if problems:
         entry.task = None
         issues += problems
     return entry
+
+
+ID_RE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_CHARS - 1}}}")
+_ID_FIX = (
+    f"use letters, digits, '.', '_' and '-' (starting with a letter or digit, at most "
+    f"{MAX_ID_CHARS} characters), or leave `id` out to get a generated one"
+)
+
+
+def _check_ids(entry: TaskEntry, data: dict[str, Any]) -> list[Issue]:
+    """Ids are arguments to commands and words in replies: no spaces, newlines or quotes."""
+    problems = []
+    for key in ("id", "parent_task_id"):
+        value = data.get(key)
+        if isinstance(value, str) and value and not ID_RE.fullmatch(value):
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            message = f"{key} {shown!r} has characters an id may not have"
+            problems.append(entry.issue((key,), message, _ID_FIX))
+    return problems
 
 
 FileVariables = tuple[list[Variable], dict[str, Any]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from enum import StrEnum
 from typing import Any
@@ -48,8 +49,19 @@ class PermissionMode(StrEnum):
     DELEGATE = "delegate"
 
 
+MAX_ATTEMPTS = 1000  # more is a typo, and a huge one no longer fits SQLite's integers
+
 # Columns the engine owns; a YAML file setting them is warned, not rejected.
 RUNTIME_FIELDS = ("state", "rejection_comment", "question_json", "created_at", "updated_at")
+
+
+# Validation context for a spec read back from the database: checks added for new input
+# (ids, secrets in env, bounds) must not make a task stored before them unreadable.
+STORED: dict[str, Any] = {"stored": True}
+
+
+def is_stored(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("stored"))
 
 
 class _Model(BaseModel):
@@ -62,7 +74,7 @@ class AgentConfig(_Model):
     context_files: list[str] = Field(default_factory=list)
     instructions: str = ""
     project_dir: str = ""
-    max_budget_usd: float = Field(default=0.0, ge=0)
+    max_budget_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     permission_mode: PermissionMode = PermissionMode.NONE
     allowed_tools: list[str] = Field(default_factory=list)
     disallowed_tools: list[str] = Field(default_factory=list)
@@ -75,12 +87,35 @@ class AgentConfig(_Model):
 
     @field_validator("env")
     @classmethod
-    def _no_secrets(cls, value: dict[str, str]) -> dict[str, str]:
-        return refuse_secrets(value)
+    def _no_secrets(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        return value if is_stored(info) else refuse_secrets(value)
 
-    # agent.type taskfile: the Taskfile task to run, and what it gets as {{.CLI_ARGS}}.
+    # agent.type taskfile: the Taskfile task to run, what it gets as {{.CLI_ARGS}}, and
+    # go-task variables (`task NAME K=V`, what `requires: vars` asks for).
     task: str = ""
     args: list[str] = Field(default_factory=list)
+    vars: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("vars", mode="before")
+    @classmethod
+    def _vars_as_text(cls, value: Any) -> Any:
+        # go-task takes `K=V` text; YAML's numbers and booleans are written as YAML wrote them.
+        if not isinstance(value, dict):
+            return value
+        bad = [k for k in value if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))]
+        if bad:
+            raise ValueError(
+                f"{bad[0]!r} is not a go-task variable name: use letters, digits and _, "
+                "not starting with a digit"
+            )
+        scalar = (str, int, float, bool)
+        return {
+            str(k): (str(v).lower() if isinstance(v, bool) else str(v))
+            if isinstance(v, scalar)
+            else v
+            for k, v in value.items()
+        }
+
     # Give the agent CLI tui's MCP tools (ask_user, run_user_task...); false opts out.
     mcp: bool = True
 
@@ -110,6 +145,13 @@ class RetryConfig(_Model):
     backoff: Backoff = Backoff.NONE
     # Extension: base delay between attempts, written as a Go duration ("2s").
     delay: float = 1.0
+
+    @field_validator("max_attempts")
+    @classmethod
+    def _at_most(cls, value: int, info: ValidationInfo) -> int:
+        if value > MAX_ATTEMPTS and not is_stored(info):
+            raise ValueError(f"retry.max_attempts must be <= {MAX_ATTEMPTS}; got {value}")
+        return value
 
     @field_validator("backoff", mode="before")
     @classmethod

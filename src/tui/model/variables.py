@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from math import isfinite
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -42,8 +43,8 @@ class Variable(BaseModel):
 def _type_ok(kind: str, value: Any) -> bool:
     if kind == "boolean":
         return isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "number":  # finite: inf/nan would be stored as null and not read back
+        return isinstance(value, int | float) and not isinstance(value, bool) and isfinite(value)
     return isinstance(value, str)
 
 

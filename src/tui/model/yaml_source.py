@@ -1,4 +1,9 @@
-"""Parse YAML while remembering the line of every key, so each issue can point at it."""
+"""Parse YAML while remembering the line of every key, so each issue can point at it.
+
+Hostile files are bounded before anything is built: a first pass over libyaml's event stream
+(no recursion, no expansion) counts depth, values (an alias counts as everything its anchor
+stands for, so a 400-byte alias bomb is refused at once), aliases and number lengths.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from yaml import events
+
+from tui.model.limits import (
+    MAX_ALIASES,
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_NODES,
+    MAX_NUMBER_CHARS,
+    MAX_TASKS_PER_FILE,
+)
 
 Path = tuple[str | int, ...]
 
 
 class YamlSyntaxError(Exception):
-    def __init__(self, problem: str, line: int | None, column: int | None) -> None:
+    def __init__(
+        self, problem: str, line: int | None, column: int | None, fix: str | None = None
+    ) -> None:
         super().__init__(problem)
         self.problem = problem
         self.line = line
         self.column = column
+        self.fix = fix  # None: a plain syntax error (the loader words the fix)
+
+
+class YamlLimitError(YamlSyntaxError):
+    """Valid YAML, but past one of tui's limits (see ``tui.model.limits``)."""
 
 
 @dataclass
@@ -29,12 +51,23 @@ class ParsedYaml:
 
 # libyaml's parser when PyYAML was built with it (several times faster on large batches).
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
 def parse_yaml(text: str) -> ParsedYaml:
-    """One YAML document with key line numbers; raises ``YamlSyntaxError`` with line/column."""
-    loader = _Loader(text)
+    """One YAML document with key line numbers; raises ``YamlSyntaxError`` with line/column
+    (``YamlLimitError`` past a limit)."""
+    if len(text) > MAX_FILE_BYTES:
+        raise YamlLimitError(
+            f"file has {len(text):,} characters, more than the {MAX_FILE_BYTES:,} tui reads",
+            None,
+            None,
+            "split it into several files",
+        )
+    loader = None
     try:
+        check_limits(text)
+        loader = _Loader(text)
         node = loader.get_single_node()
         result = ParsedYaml(data=None)
         if node is not None:
@@ -51,8 +84,122 @@ def parse_yaml(text: str) -> ParsedYaml:
         raise YamlSyntaxError(problem, mark.line + 1, mark.column + 1) from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(str(exc), None, None) from None
+    except RecursionError:  # the limits above should make this unreachable; never a traceback
+        raise YamlLimitError(
+            "nested too deeply to read", None, None, "flatten the nesting"
+        ) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def check_limits(text: str) -> None:
+    """Raise ``YamlLimitError`` at the first place ``text`` passes a limit; syntax errors
+    surface as libyaml's own ``MarkedYAMLError``."""
+    loader = _Loader(text)
+    try:
+        nodes = aliases = 0
+        # Open collections: (anchor, nodes counted when it started); closed anchors' sizes.
+        stack: list[tuple[str | None, int]] = []
+        sizes: dict[str, int] = {}
+        tasks = _TaskCounter()
+        while loader.check_event():
+            event = loader.get_event()
+            kind = type(event)
+            if len(stack) <= 2:
+                tasks.see(event, len(stack))
+            if kind is events.ScalarEvent:
+                nodes += 1
+                if len(event.value) > MAX_NUMBER_CHARS:
+                    _check_number(loader, event)
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif kind is events.MappingStartEvent or kind is events.SequenceStartEvent:
+                nodes += 1
+                if len(stack) >= MAX_DEPTH:
+                    raise _limit(
+                        event,
+                        f"nested more than {MAX_DEPTH} levels deep",
+                        "flatten the nesting; a task file needs only a few levels",
+                    )
+                stack.append((event.anchor, nodes))
+            elif kind is events.MappingEndEvent or kind is events.SequenceEndEvent:
+                if len(stack) == 2:
+                    tasks.open = False
+                anchor, start = stack.pop()
+                if anchor is not None:
+                    sizes[anchor] = nodes - start + 1
+            elif kind is events.AliasEvent:
+                aliases += 1
+                if aliases > MAX_ALIASES:
+                    raise _limit(
+                        event,
+                        f"more than {MAX_ALIASES:,} aliases (*name) in one file",
+                        "write the values out, or split the file",
+                    )
+                if any(anchor == event.anchor for anchor, _ in stack):
+                    raise _limit(event, f"the alias *{event.anchor} refers to itself", "remove it")
+                nodes += sizes.get(event.anchor, 1)  # unknown: the composer says so
+                if nodes > MAX_NODES:
+                    raise _limit(
+                        event,
+                        f"the alias *{event.anchor} expands the file past {MAX_NODES:,} "
+                        "values (an alias bomb?)",
+                        "write the values out instead of nesting aliases of aliases",
+                    )
+                continue
+            else:
+                continue
+            if nodes > MAX_NODES:
+                raise _limit(event, f"more than {MAX_NODES:,} values in one file", "split the file")
     finally:
         loader.dispose()
+
+
+class _TaskCounter:
+    """Counts the items of a top-level ``tasks:`` list as they stream past, so a file with
+    too many tasks is refused before any is built."""
+
+    def __init__(self) -> None:
+        self.top = 0  # nodes started directly in the top mapping: keys and values alternate
+        self.key: str | None = None
+        self.open = False
+        self.count = 0
+
+    def see(self, event: events.Event, depth: int) -> None:
+        if isinstance(event, events.CollectionEndEvent):
+            return
+        if depth == 1:
+            self.top += 1
+            if self.top % 2:  # a key
+                self.key = event.value if isinstance(event, events.ScalarEvent) else None
+            elif self.key == "tasks" and isinstance(event, events.SequenceStartEvent):
+                self.open = True
+        elif depth == 2 and self.open:
+            self.count += 1
+            if self.count > MAX_TASKS_PER_FILE:
+                raise _limit(
+                    event,
+                    f"more than {MAX_TASKS_PER_FILE:,} tasks in one file",
+                    "split them into several files",
+                )
+
+
+def _check_number(loader: Any, event: events.ScalarEvent) -> None:
+    tag = event.tag if event.tag not in (None, "!") else None
+    if tag is None and event.implicit[0]:
+        tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag in _NUMBER_TAGS:
+        raise _limit(
+            event,
+            f"a number of {len(event.value):,} characters (at most {MAX_NUMBER_CHARS})",
+            "write a sensible number; quote it if it is meant as text",
+        )
+
+
+def _limit(event: events.Event, problem: str, fix: str) -> YamlLimitError:
+    mark = event.start_mark
+    return YamlLimitError(problem, mark.line + 1, mark.column + 1, fix)
 
 
 def _build(

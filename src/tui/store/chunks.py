@@ -14,6 +14,7 @@ a chunk of its own (``lines`` = 1 is never split), so splitting never changes wh
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from tui.store.records import OutputLine
 
@@ -65,7 +66,7 @@ def chunk_rows(chunks: Sequence[ChunkRow]) -> list[LineRow]:
     return out
 
 
-def stored_lines(rows: Sequence[tuple]) -> Iterator[OutputLine]:
+def stored_lines(rows: Sequence[tuple[Any, ...]]) -> Iterator[OutputLine]:
     """Stored chunk rows ``(id, task_id, run_id, stream, seq, at, text, lines)`` → lines."""
     for id_, task_id, run_id, stream, seq, at, text, n in rows:
         for i, line in enumerate(split_text(text, n)):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.model.states import UNSUCCESSFUL, State
-from tui.model.task import Task
+from tui.model.task import STORED, Task
 
 
 @dataclass
@@ -43,7 +43,7 @@ class TaskRecord:
     def task(self) -> Task:
         spec = self.spec
         if isinstance(spec, str):
-            spec = self.spec = Task.model_validate_json(spec)
+            spec = self.spec = Task.model_validate_json(spec, context=STORED)
         return spec
 
     def spec_fields(self, *keys: str) -> tuple[Any, ...]:
@@ -126,6 +126,7 @@ class RunStart:
     attempt: int
     previous_runs: list[RunRecord]
     questions: list[QuestionRecord]  # every question about the task, newest first
+    task: TaskRecord | None = None  # the task as the transition to RUNNING left it
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ class QuestionRecord:
     answered_at: float | None
 
     @staticmethod
-    def from_row(row: tuple) -> QuestionRecord:
+    def from_row(row: tuple[Any, ...]) -> QuestionRecord:
         qid, task_id, run_id, kind, payload, status, answer, created, answered = row
         return QuestionRecord(
             qid,
@@ -197,7 +198,7 @@ class EventRecord:
     at: float
 
     @staticmethod
-    def from_row(row: tuple) -> EventRecord:
+    def from_row(row: tuple[Any, ...]) -> EventRecord:
         id_, task_id, kind, frm, to, reason, data, at = row
         return EventRecord(id_, task_id, kind, frm, to, reason, json.loads(data or "{}"), at)
 

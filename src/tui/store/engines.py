@@ -1,0 +1,49 @@
+"""The ``engines`` table: engines that have scheduled this database; a live one owns it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from tui.store.tx import Tx
+
+
+def register(t: Tx, engine_id: str, pid: int, proc_start: int | None, now: float) -> None:
+    t.db.execute(
+        "INSERT INTO engines (id, pid, proc_start, started_at) VALUES (?,?,?,?)",
+        (engine_id, pid, proc_start, now),
+    )
+
+
+def unregister(t: Tx, engine_id: str, now: float) -> None:
+    t.db.execute("UPDATE engines SET stopped_at = ? WHERE id = ?", (now, engine_id))
+
+
+def live(t: Tx) -> list[tuple[str, int, int | None]]:
+    """(id, pid, process start time) of engines that have not said they stopped."""
+    return t.all(
+        "SELECT id, pid, proc_start FROM engines WHERE stopped_at IS NULL ORDER BY started_at"
+    )
+
+
+def set_socket(t: Tx, engine_id: str, socket: str) -> None:
+    t.db.execute("UPDATE engines SET socket = ? WHERE id = ?", (socket, engine_id))
+
+
+def engine_sockets(path: Path) -> list[tuple[int, int | None, str]]:
+    """(pid, process start time, socket) of engines of the database at ``path`` that have not
+    said they stopped, read without creating or migrating anything (none if it does not exist
+    or predates the socket column)."""
+    if not path.exists():
+        return []
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute(
+                "SELECT pid, proc_start, socket FROM engines"
+                " WHERE stopped_at IS NULL AND socket IS NOT NULL ORDER BY started_at"
+            ).fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return []

@@ -1,0 +1,53 @@
+"""The ``events`` table: every state change and every other engine event, in commit order.
+
+State changes are the ``transitions`` view over it (kind ``state``)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+from tui.model.states import State
+from tui.store.records import EventRecord
+
+if TYPE_CHECKING:
+    from tui.store.tx import Tx
+
+COLS = "id, task_id, kind, from_state, to_state, reason, data, at"
+
+
+def insert(
+    db: sqlite3.Connection,
+    task_id: str,
+    kind: str,
+    frm: State | None,
+    to: State | None,
+    reason: str,
+    data: dict[str, Any] | None,
+    at: float,
+) -> EventRecord:
+    f, t = (frm.value if frm else None), (to.value if to else None)
+    cur = db.execute(
+        "INSERT INTO events (task_id, kind, from_state, to_state, reason, data, at)"
+        " VALUES (?,?,?,?,?,?,?)",
+        (task_id, kind, f, t, reason, json.dumps(data) if data else None, at),
+    )
+    return EventRecord(int(cur.lastrowid or 0), task_id, kind, f, t, reason, data or {}, at)
+
+
+def read(t: Tx, after_id: int, limit: int) -> list[EventRecord]:
+    rows = t.all(f"SELECT {COLS} FROM events WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit))
+    return [EventRecord.from_row(r) for r in rows]
+
+
+def transitions(t: Tx, task_id: str | None) -> list[tuple[str, str, str, str, float]]:
+    sql = "SELECT task_id, from_state, to_state, reason, at FROM transitions"
+    if task_id:
+        return t.all(sql + " WHERE task_id = ? ORDER BY id", (task_id,))
+    return t.all(sql + " ORDER BY id")
+
+
+def last_id(t: Tx) -> int:
+    (e,) = t.one("SELECT COALESCE(MAX(id), 0) FROM events")
+    return int(e)

@@ -1,0 +1,110 @@
+"""The ``runs`` table: one row per attempt, with the process that ran it and how it ended."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tui.model.states import State
+from tui.store import questions, tasks
+from tui.store.records import RunRecord, RunStart
+from tui.store.tx import Tx
+
+COLS = (
+    "id, task_id, attempt, engine_id, pid, pgid, proc_start, started_at, ended_at, exit_code,"
+    " outcome, error, cost_usd, tokens_in, tokens_out, session_id"
+)
+
+
+def start(t: Tx, task_id: str, engine_id: str, now: float) -> RunStart | None:
+    """QUEUED → RUNNING (the checked transition) plus a new run row, and what the new attempt
+    may need to know: the task's earlier runs and every question asked about it."""
+    row = t.one("SELECT attempts FROM tasks WHERE id = ?", (task_id,))
+    if not row:
+        return None
+    attempt = row[0] + 1
+    move = tasks.Move(
+        task_id,
+        State.QUEUED,
+        State.RUNNING,
+        f"attempt {attempt}",
+        {"attempts": attempt, "retry_at": None},
+    )
+    moved = tasks.change_state(t, move, now)
+    if moved is None:
+        return None
+    cur = t.db.execute(
+        "INSERT INTO runs (task_id, attempt, engine_id, started_at) VALUES (?,?,?,?)",
+        (task_id, attempt, engine_id, now),
+    )
+    run_id = int(cur.lastrowid or 0)
+    # The journal row names the run, known only now.
+    data = {"run_id": run_id, "attempt": attempt}
+    t.event(task_id, "state", moved[1], State.RUNNING, move.reason, data, now)
+    runs = t.all(
+        f"SELECT {COLS} FROM runs WHERE task_id = ? AND id != ? ORDER BY id", (task_id, run_id)
+    )
+    return RunStart(
+        run_id,
+        attempt,
+        [RunRecord(*r) for r in runs],
+        questions.of_task(t, task_id),
+        moved[0],
+    )
+
+
+def set_process(
+    t: Tx, run_id: int, pid: int, pgid: int, proc_start: int | Callable[[], int | None] | None
+) -> None:
+    start = proc_start() if callable(proc_start) else proc_start
+    t.db.execute(
+        "UPDATE runs SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?",
+        (pid, pgid, start, run_id),
+    )
+
+
+def set_session(t: Tx, run_id: int, session_id: str) -> None:
+    t.db.execute("UPDATE runs SET session_id = ? WHERE id = ?", (session_id, run_id))
+
+
+def end(t: Tx, run_id: int, fields: dict[str, Any], now: float) -> None:
+    """Close a run (once) and add its cost and tokens to the task's totals."""
+    row = t.one("SELECT task_id, ended_at FROM runs WHERE id = ?", (run_id,))
+    if not row or row[1] is not None:
+        return
+    task_id = row[0]
+    f = fields
+    t.db.execute(
+        "UPDATE runs SET ended_at = ?, outcome = ?, exit_code = ?, error = ?, cost_usd = ?,"
+        " tokens_in = ?, tokens_out = ?,"
+        # A run closed without one (recovery) keeps the session it reported earlier.
+        " session_id = coalesce(nullif(?, ''), session_id) WHERE id = ?",
+        (
+            now,
+            f["outcome"],
+            f["exit_code"],
+            f["error"],
+            f["cost_usd"],
+            f["tokens_in"],
+            f["tokens_out"],
+            f["session_id"],
+            run_id,
+        ),
+    )
+    t.db.execute(
+        "UPDATE tasks SET cost_usd = cost_usd + ?, tokens_in = tokens_in + ?,"
+        " tokens_out = tokens_out + ? WHERE id = ?",
+        (f["cost_usd"], f["tokens_in"], f["tokens_out"], task_id),
+    )
+    t.event(task_id, "run_ended", None, None, f["outcome"], {"run_id": run_id, **f}, now)
+
+
+def select(t: Tx, task_id: str | None, open_only: bool) -> list[RunRecord]:
+    sql = f"SELECT {COLS} FROM runs WHERE 1=1"
+    args: list[Any] = []
+    if task_id is not None:
+        sql += " AND task_id = ?"
+        args.append(task_id)
+    if open_only:
+        sql += " AND ended_at IS NULL"
+    return [RunRecord(*r) for r in t.all(sql + " ORDER BY id", args)]

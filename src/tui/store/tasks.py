@@ -1,0 +1,222 @@
+"""The ``tasks`` and ``deps`` tables, and the one checked transition every state change uses."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any
+
+from tui.model.states import State, valid_transition
+from tui.model.task import Task, priority_rank
+from tui.store.errors import StoreError
+from tui.store.records import TaskRecord
+from tui.store.tx import Tx
+
+COLS = (
+    "id, name, spec, state, reason, approved, attempts, attempt_base, retry_at, cost_usd,"
+    " tokens_in, tokens_out, rejection_comment, question_json, result, created_at, updated_at,"
+    " submit_seq"
+)
+# What reads return besides: the latest run's start and end (the app's TIME column).
+READ_COLS = (
+    COLS + ", (SELECT started_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1),"
+    " (SELECT ended_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1)"
+)
+_SEQ = 17  # submit_seq's place in the columns
+
+
+@dataclass(frozen=True)
+class Move:
+    """A compare-and-set transition, alone or along with another write."""
+
+    task_id: str
+    expected: State | Collection[State]
+    to: State
+    reason: str = ""
+    updates: dict[str, Any] = field(default_factory=dict)
+
+
+def transition(
+    t: Tx, move: Move, now: float, data: dict[str, Any] | None = None
+) -> TaskRecord | None:
+    """Move the task if it is now in ``move.expected`` and the state table allows it; log the
+    move in the journal (with ``data``). Returns the updated task, or None (nothing changed)."""
+    moved = change_state(t, move, now)
+    if moved is None:
+        return None
+    rec, frm = moved
+    t.event(move.task_id, "state", frm, move.to, move.reason, data, now)
+    return rec
+
+
+def change_state(t: Tx, move: Move, now: float) -> tuple[TaskRecord, State] | None:
+    """The compare-and-set of :func:`transition` without its journal row, for a caller that
+    writes the row itself once it knows what to put in it. Returns (task, previous state)."""
+    expected = move.expected
+    allowed = {expected} if isinstance(expected, State) else set(expected)
+    row = t.one("SELECT state FROM tasks WHERE id = ?", (move.task_id,))
+    if not row:
+        return None
+    current = _STATES[row[0]]
+    if current not in allowed or not valid_transition(current, move.to):
+        return None
+    cols = {"state": move.to.value, "reason": move.reason, "updated_at": now, **move.updates}
+    sets = ", ".join(f"{k} = ?" for k in cols)
+    rows = t.all(
+        f"UPDATE tasks SET {sets} WHERE id = ? AND state = ? RETURNING {COLS}",
+        (*cols.values(), move.task_id, current.value),
+    )
+    if len(rows) != 1:
+        return None
+    return from_row(rows[0], deps_of(t, move.task_id)), current
+
+
+def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[TaskRecord]:
+    """Store new tasks as PENDING, all or none. Ids already stored are refused."""
+    taken = _existing_ids(t, [task.id for task in tasks])
+    if taken:
+        raise StoreError(
+            "task ids already stored: "
+            + ", ".join(sorted(taken))
+            + " (continue them with `tui run` and no file, or `tui retry ID`)"
+        )
+    (seq,) = t.one("SELECT COALESCE(MAX(submit_seq), 0) FROM tasks")
+    out = []
+    for i, task in enumerate(tasks, start=1):
+        t.db.execute(
+            "INSERT INTO tasks (id, name, spec, state, priority_rank, submit_seq, approved,"
+            " parent_task_id, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                task.id,
+                task.name,
+                task.model_dump_json(),
+                State.PENDING.value,
+                priority_rank(task.priority),
+                seq + i,
+                int(approved),
+                task.parent_task_id,
+                now,
+                now,
+            ),
+        )
+        t.db.executemany(
+            "INSERT OR IGNORE INTO deps (task_id, depends_on) VALUES (?, ?)",
+            [(task.id, d) for d in task.depends_on],
+        )
+        t.event(task.id, "submitted", None, State.PENDING, "submitted", {"name": task.name}, now)
+        out.append(
+            TaskRecord(
+                id=task.id,
+                name=task.name,
+                spec=task,
+                state=State.PENDING,
+                reason="",
+                approved=approved,
+                attempts=0,
+                attempt_base=0,
+                retry_at=None,
+                cost_usd=0.0,
+                tokens_in=0,
+                tokens_out=0,
+                rejection_comment="",
+                question_json=None,
+                result=None,
+                created_at=now,
+                updated_at=now,
+                submit_seq=seq + i,
+                depends_on=list(dict.fromkeys(task.depends_on)),
+            )
+        )
+    return out
+
+
+def update(t: Tx, task_id: str, cols: dict[str, Any], now: float) -> None:
+    """Change non-state columns (approval flag, retry time, totals)."""
+    sets = ", ".join(f"{k} = ?" for k in cols)
+    t.db.execute(
+        f"UPDATE tasks SET {sets}, updated_at = ? WHERE id = ?", (*cols.values(), now, task_id)
+    )
+
+
+def get(t: Tx, task_id: str) -> TaskRecord | None:
+    rows = t.all(f"SELECT {READ_COLS} FROM tasks WHERE id = ?", (task_id,))
+    return from_row(rows[0], deps_of(t, task_id)) if rows else None
+
+
+def deps_of(t: Tx, task_id: str) -> list[str]:
+    rows = t.all("SELECT depends_on FROM deps WHERE task_id = ? ORDER BY rowid", (task_id,))
+    return [r[0] for r in rows]
+
+
+def select(t: Tx, states: Collection[State] | None) -> list[TaskRecord]:
+    sql = f"SELECT {READ_COLS} FROM tasks"
+    args: list[Any] = []
+    if states:
+        sql += f" WHERE state IN ({','.join('?' * len(states))})"
+        args += [s.value for s in states]
+    rows = t.all(sql, args)
+    # Sorting here beats ORDER BY, which makes SQLite sort whole rows, specs and all.
+    rows.sort(key=itemgetter(_SEQ))
+    deps: dict[str, list[str]] = {}
+    for tid, dep in t.all("SELECT task_id, depends_on FROM deps ORDER BY rowid"):
+        deps.setdefault(tid, []).append(dep)
+    return [from_row(r, deps.get(r[0], [])) for r in rows]
+
+
+def ids(t: Tx) -> set[str]:
+    return {r[0] for r in t.all("SELECT id FROM tasks")}
+
+
+def matches(t: Tx, ref: str) -> dict[str, str]:
+    """{id: name} of the tasks ``ref`` may mean: its own id, else by id prefix or name."""
+    if t.all("SELECT id FROM tasks WHERE id = ?", (ref,)):
+        return {ref: ""}
+    rows = t.all("SELECT id, name FROM tasks WHERE id LIKE ? ESCAPE '\\'", (like_prefix(ref),))
+    rows += t.all("SELECT id, name FROM tasks WHERE name = ?", (ref,))
+    return {r[0]: r[1] for r in rows}
+
+
+def _existing_ids(t: Tx, wanted: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for i in range(0, len(wanted), 500):
+        chunk = wanted[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        found.update(r[0] for r in t.all(f"SELECT id FROM tasks WHERE id IN ({marks})", chunk))
+    return found
+
+
+_STATES = {s.value: s for s in State}
+
+
+def from_row(row: tuple[Any, ...], deps: list[str]) -> TaskRecord:
+    tid, name, spec, state, reason, approved, attempts, base, retry_at, cost, tin, tout = row[:12]
+    rej, q, res, created, updated, seq = row[12:18]
+    run_started, run_ended = row[18:20] if len(row) >= 20 else (None, None)
+    return TaskRecord(
+        id=tid,
+        name=name,
+        spec=spec,  # parsed by TaskRecord.task when first needed
+        state=_STATES[state],  # a dict lookup: State(value) costs 3 µs a row
+        reason=reason,
+        approved=bool(approved),
+        attempts=attempts,
+        attempt_base=base,
+        retry_at=retry_at,
+        cost_usd=cost,
+        tokens_in=tin,
+        tokens_out=tout,
+        rejection_comment=rej,
+        question_json=q,
+        result=res,
+        created_at=created,
+        updated_at=updated,
+        submit_seq=seq,
+        depends_on=deps,
+        run_started_at=run_started,
+        run_ended_at=run_ended,
+    )
+
+
+def like_prefix(ref: str) -> str:
+    return ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -1,0 +1,303 @@
+"""Transactions and group commit: one sqlite3 connection on one dedicated thread.
+
+Every store call is a function ``fn(tx)`` run on the database thread as one transaction
+(read, check, write, journal), so a state change costs one thread hop, not one per
+statement. Calls made while the thread is busy queue up and go over together: one hop runs
+all of them in call order, consecutive writes sharing one ``BEGIN IMMEDIATE … COMMIT``, each
+inside its own savepoint (see :func:`_run_jobs`). Journal rows written by a call are handed
+to ``on_event`` right after it commits, so listeners see them in commit order.
+
+Why not aiosqlite: running a whole batch as one function on its thread needs its private
+``_execute``/``_conn``; its public API is one hop per statement. The standard library's
+sqlite3 on a thread of our own gives the same one-hop design through public APIs only, with
+the same cost per hop (a queue put, a ``call_soon_threadsafe`` back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tui.model.states import State
+from tui.store import health, journal
+from tui.store.errors import StoreError
+from tui.store.records import EventRecord
+from tui.store.schema import MIGRATIONS
+
+T = TypeVar("T")
+
+
+class Tx:
+    """What a transaction function gets: the connection, and a journal writer."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.events: list[EventRecord] = []
+
+    def one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...]:
+        row = self.db.execute(sql, args).fetchone()
+        return tuple(row) if row is not None else ()
+
+    def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.db.execute(sql, args).fetchall()]
+
+    def event(
+        self,
+        task_id: str,
+        kind: str,
+        frm: State | None,
+        to: State | None,
+        reason: str,
+        data: dict[str, Any] | None,
+        at: float,
+    ) -> None:
+        """Append a journal row; listeners get it once the transaction commits."""
+        self.events.append(journal.insert(self.db, task_id, kind, frm, to, reason, data, at))
+
+
+Job = tuple[Callable[[Tx], Any], bool, "asyncio.Future[Any]"]
+
+
+class _Thread:
+    """The one thread that touches the connection: runs functions in the order given."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.Future[Any]] | None]
+        self._jobs = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="tui-store", daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._jobs.put((fn, fut))
+        return fut
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, fut = job
+            try:
+                result, error = fn(), None
+            except BaseException as e:
+                result, error = None, e
+            # A closed loop (RuntimeError) has nobody waiting any more.
+            with contextlib.suppress(RuntimeError):
+                fut.get_loop().call_soon_threadsafe(_settle, fut, result, error)
+
+
+def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if fut.done():  # the caller was cancelled
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)
+
+
+class Database:
+    """One connection, one thread, calls batched into group commits."""
+
+    def __init__(self, conn: sqlite3.Connection, thread: _Thread, path: Path) -> None:
+        self._conn = conn
+        self._thread = thread
+        self.path = path
+        self._queued: list[Job] = []
+        self._runner: asyncio.Task[None] | None = None
+        self.on_event: Callable[[EventRecord], None] | None = None
+
+    @classmethod
+    async def connect(cls, path: Path, *, create: bool) -> Database:
+        """Open ``path``; without ``create``, a missing file is an error, never a new one."""
+        uri = f"{path.absolute().as_uri()}?mode={'rwc' if create else 'rw'}"
+        thread = _Thread()
+        try:
+            conn = await thread.submit(lambda: sqlite3.connect(uri, uri=True, isolation_level=None))
+        except BaseException:
+            thread.stop()
+            raise
+        return cls(conn, thread, path)
+
+    async def call(self, fn: Callable[[Tx], T], *, write: bool = True) -> T:
+        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queued.append((fn, write, fut))
+        if self._runner is None:
+            self._runner = asyncio.create_task(self._run_queued())
+        try:
+            return await fut
+        except sqlite3.Error as e:
+            if not health.is_file_problem(e):
+                raise
+            found = await self.run(health.integrity_check) if health.is_damage(e) else ""
+            raise health.explain(self.path, e, found) from None
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(connection)`` on the database thread outside the queue (open, close,
+        checks): for calls that must not wait behind a batch or join a transaction."""
+        conn = self._conn
+        return await self._thread.submit(lambda: fn(conn))
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await asyncio.shield(self._runner)  # calls already queued still run
+        try:
+            await self.run(lambda c: c.close())
+        finally:
+            self._thread.stop()
+
+    async def _run_queued(self) -> None:
+        try:
+            while self._queued:
+                # A call whose caller was cancelled while it waited never runs.
+                jobs = [j for j in self._queued if not j[2].cancelled()]
+                self._queued = []
+                if not jobs:
+                    continue
+                try:
+                    batch = [(fn, w) for fn, w, _ in jobs]
+                    outcomes = await self._thread.submit(partial(_run_jobs, self._conn, batch))
+                except BaseException as e:  # the connection itself failed
+                    for _, _, fut in jobs:
+                        if not fut.done():
+                            fut.set_exception(e)
+                    raise
+                for i, ((_, _, fut), (ok, value, events)) in enumerate(
+                    zip(jobs, outcomes, strict=True)
+                ):
+                    # The caller resumes first, then whoever its journal rows wake, as if it
+                    # had been the only call: a viewer woken by an event finds the engine's
+                    # memory already updated by the call that wrote it.
+                    if not fut.done():
+                        if ok:
+                            fut.set_result(value)
+                        else:
+                            fut.set_exception(value)
+                    if events and self.on_event is not None:
+                        for ev in events:
+                            self.on_event(ev)
+                    if i < len(jobs) - 1:
+                        await asyncio.sleep(0)
+        finally:
+            self._runner = None
+
+
+def _run_jobs(
+    db: sqlite3.Connection, jobs: list[tuple[Callable[[Tx], Any], bool]]
+) -> list[tuple[bool, Any, list[EventRecord]]]:
+    """Run the jobs in call order: (ok, result or exception, journal rows) for each.
+
+    Group commit: consecutive writes share one transaction, each inside its own savepoint, so
+    a job that fails takes back only its own changes, and every job still checks what it
+    changes inside a transaction (nobody else writes between BEGIN IMMEDIATE and COMMIT).
+    One commit (one WAL append) per batch instead of one per job. No caller hears of its
+    result before the commit (results go back only when the whole batch is done).
+    """
+    out: list[tuple[bool, Any, list[EventRecord]]] = []
+    group: list[int] = []  # indexes in ``out`` of the writes in the open transaction
+
+    def commit() -> None:
+        if not db.in_transaction:
+            return
+        try:
+            db.execute("COMMIT")
+        except Exception as e:  # nothing of the group is stored: each of them failed
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            for i in group:
+                out[i] = (False, e, [])
+        group.clear()
+
+    def undo(error: BaseException) -> None:
+        """Take back the failed job's changes; if SQLite already ended the transaction
+        (some errors roll it all back), the group's earlier jobs are lost with it."""
+        try:
+            db.execute("ROLLBACK TO job")
+            db.execute("RELEASE job")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            for i in group:
+                out[i] = (False, error, [])
+            group.clear()
+
+    for fn, write in jobs:
+        t = Tx(db)
+        if not write:
+            commit()  # a read-only job may open its own transaction (setup does)
+            try:
+                out.append((True, fn(t), []))
+            except Exception as e:
+                out.append((False, e, []))
+            continue
+        try:
+            if not db.in_transaction:
+                db.execute("BEGIN IMMEDIATE")
+            db.execute("SAVEPOINT job")
+        except Exception as e:  # could not even start (locked for too long, disk gone)
+            commit()
+            out.append((False, e, []))
+            continue
+        try:
+            result = fn(t)
+        except BaseException as e:
+            undo(e)
+            if not isinstance(e, Exception):
+                commit()
+                raise
+            out.append((False, e, []))
+            continue
+        db.execute("RELEASE job")
+        group.append(len(out))
+        out.append((True, result, t.events))
+    commit()
+    return out
+
+
+def setup(t: Tx) -> None:
+    """Connection settings, then the schema migrations the file still needs."""
+    t.db.execute("PRAGMA busy_timeout = 10000")
+    # WAL lets other processes read while we write; NORMAL is durable against a crash of
+    # this process (the case that matters here), without an fsync per transition.
+    t.db.execute("PRAGMA journal_mode = WAL")
+    t.db.execute("PRAGMA synchronous = NORMAL")
+    t.db.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = t.one("PRAGMA user_version")
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"the database was written by a newer tui (schema v{version}); upgrade tui"
+            )
+        for i in range(version, len(MIGRATIONS)):
+            # Statement by statement inside our transaction: executescript would commit.
+            for stmt in _split_sql(MIGRATIONS[i]):
+                t.db.execute(stmt)
+            t.db.execute(f"PRAGMA user_version = {i + 1}")
+    except BaseException:
+        t.db.execute("ROLLBACK")
+        raise
+    t.db.execute("COMMIT")
+
+
+def _split_sql(script: str) -> Iterable[str]:
+    stmt = ""
+    for line in script.splitlines(keepends=True):
+        stmt += line
+        if sqlite3.complete_statement(stmt):
+            yield stmt
+            stmt = ""
+    if stmt.strip():
+        yield stmt
+
+
+def file_id(path: str | os.PathLike[str]) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
