@@ -17,7 +17,7 @@ import yaml
 from hypothesis import strategies as st
 
 from tui.config.load import ConfigError, load_config
-from tui.config.xml_templates import read_xml_template
+from tui.config.xml_templates import read_xml_templates
 from tui.model.issues import Issue, TaskFileError
 from tui.model.loader import load_task_text
 from tui.model.task import STORED, Task
@@ -381,10 +381,10 @@ def check_config(user: Path, project: Path, toml: str, xml: str | None = None) -
 def check_xml(path: Path, xml: str) -> str:
     path.write_text(xml, encoding="utf-8", errors="surrogatepass")
     issues: list[Issue] = []
-    read = read_xml_template(path, issues)
-    if read is None:
+    found = read_xml_templates(path, issues)
+    if not found:
         _clear(issues, str(path))
         return "error"
-    name, table = read
-    assert isinstance(name, str) and isinstance(table, dict)
+    for name, table in found:
+        assert isinstance(name, str) and isinstance(table, dict)
     return "valid"

@@ -170,9 +170,10 @@ async def test_no_taskfile_lists_nothing_and_broken_one_names_the_file(
 
 @pytest.mark.parametrize("said,runs", [(YES, True), (NO, False)])
 async def test_a_prompt_asks_the_person_and_only_yes_runs_it(
-    engine: Engine, store: Store, project: Path, said: str, runs: bool
+    engine: Engine, store: Store, project: Path, user_config: Path, said: str, runs: bool
 ):
     write_real_constructs(project)
+    allow_args(user_config, "greet")
     task_id, run_id = await running(engine, agent_task(project))
     since = engine.cursor
     async with mcp_client(store, task_id, run_id) as client:

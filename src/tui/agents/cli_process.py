@@ -31,6 +31,7 @@ GRACE = 1.0  # seconds between SIGTERM and SIGKILL for what the CLI leaves behin
 
 OnLines = Callable[[list[str]], Awaitable[None]]
 OnStart = Callable[[Child], Awaitable[None]]
+Fallback = tuple[Sequence[str], Mapping[str, str] | None]
 
 
 async def run_cli(
@@ -43,16 +44,26 @@ async def run_cli(
     on_stderr: OnLines,
     stdin: bytes | None = None,
     on_start: OnStart | None = None,
+    executable: str | None = None,
+    fallback: Fallback | None = None,
 ) -> int:
     """Run ``argv`` to the end and return its exit code (negative: killed by that signal).
 
     ``stdin`` is written to the CLI and then closed; without it stdin is /dev/null, unless
     ``on_start`` is given: then stdin stays an open pipe, and ``on_start(proc)`` runs once the
     process is reported, before its output is read, to write to it (and close it) as it likes.
+    ``executable`` is the file to run if not ``argv[0]``. When it cannot be started at all (its
+    exec failed, so nothing of it ran), ``fallback`` (argv, env) is started instead.
     """
     keep_open = on_start is not None
     pipe = asyncio.subprocess.PIPE if stdin is not None or keep_open else asyncio.subprocess.DEVNULL
-    proc = await spawn(argv, cwd=cwd, env=env, stdin=pipe)
+    try:
+        proc = await spawn(argv, cwd=cwd, env=env, stdin=pipe, executable=executable)
+    except OSError:
+        if fallback is None:
+            raise
+        argv, env = fallback
+        proc = await spawn(argv, cwd=cwd, env=env, stdin=pipe)
     readers: asyncio.Future[Any] | None = None
     try:
         await ctx.process_started(proc)
@@ -82,10 +93,17 @@ RESULT_LINES = 20  # a plain command's last stdout lines are its result (shown i
 
 
 async def run_plain(
-    ctx: RunContext, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str] | None
+    ctx: RunContext,
+    argv: Sequence[str],
+    *,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    executable: str | None = None,
+    fallback: Fallback | None = None,
 ) -> tuple[int, str]:
     """Run a command whose output is plain text (a script, a Taskfile task): record stdout and
-    stderr as they are, return the exit code and the last stdout lines as the result."""
+    stderr as they are, return the exit code and the last stdout lines as the result.
+    ``executable`` and ``fallback`` as for :func:`run_cli`."""
     tail: deque[str] = deque(maxlen=RESULT_LINES)
 
     async def stdout(lines: list[str]) -> None:
@@ -95,19 +113,31 @@ async def run_plain(
     async def stderr(lines: list[str]) -> None:
         await ctx.output(STDERR, lines)
 
-    code = await run_cli(ctx, argv, cwd=cwd, env=env, on_stdout=stdout, on_stderr=stderr)
+    code = await run_cli(
+        ctx,
+        argv,
+        cwd=cwd,
+        env=env,
+        on_stdout=stdout,
+        on_stderr=stderr,
+        executable=executable,
+        fallback=fallback,
+    )
     return code, "\n".join(tail)
 
 
 async def _read(stream: PipeReader, on_lines: OnLines) -> None:
+    chunk = await stream.read(READ_CHUNK)
+    if not chunk:  # most commands print nothing on one of their streams: no decoder for it
+        return
     splitter = LineSplitter()
     while True:
-        chunk = await stream.read(READ_CHUNK)
         lines = splitter.feed(chunk) if chunk else splitter.flush()
         if lines:
             await on_lines(lines)
         if not chunk:
             return
+        chunk = await stream.read(READ_CHUNK)
 
 
 async def _feed(stdin: asyncio.StreamWriter, data: bytes, *, close: bool) -> None:

@@ -107,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TaskFileError as e:
         for issue in e.issues:
             print(f"error: {issue}", file=sys.stderr)
+        for issue in e.warnings:  # a broken template beside a broken config: both are news
+            print(f"warning: {issue}", file=sys.stderr)
         return 2
     except (StoreError, EngineError) as e:
         print(f"tui: {e}", file=sys.stderr)

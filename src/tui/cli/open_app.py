@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import importlib
 import os
 import sys
 
@@ -39,7 +41,13 @@ async def cmd_open(args: argparse.Namespace) -> int:
     remote = await attach(db)
     notices: list[str] = []
     if remote is None:
-        remote = await ensure(db, concurrency=args.concurrency, shell=args.shell)
+        # The app's modules load while the daemon starts: two processes on two cores, instead
+        # of one after the other (the first frame with 10k tasks: 1.04x -> 0.66x a DataTable).
+        started, _ = await asyncio.gather(
+            ensure(db, concurrency=args.concurrency, shell=args.shell),
+            asyncio.to_thread(importlib.import_module, "tui.app.tui_app"),
+        )
+        remote = started
     else:
         owner = f"the `tui run` (pid {remote.pid})" if remote.foreground else None
         change = "until that `tui run` ends" if owner else DAEMON_SETTINGS

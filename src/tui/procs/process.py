@@ -258,9 +258,11 @@ async def spawn(
     cwd: str | None,
     env: Mapping[str, str] | None,
     stdin: int = subprocess.DEVNULL,
+    executable: str | None = None,
 ) -> Child:
     """Start ``argv`` (never via a shell) as leader of a new session and process group
-    (setsid: its pgid is its pid), stdout and stderr piped; ``stdin`` is DEVNULL or PIPE."""
+    (setsid: its pgid is its pid), stdout and stderr piped; ``stdin`` is DEVNULL or PIPE.
+    ``executable`` is the file to run when it is not ``argv[0]`` looked up on PATH."""
     if isinstance(argv, str | bytes) or not argv:
         raise ValueError("argv must be a non-empty sequence of arguments, not a string")
     # Our own pipes, handed to Popen as bare fds: it then makes no file objects for them.
@@ -272,6 +274,7 @@ async def spawn(
     try:
         popen = subprocess.Popen(
             argv,
+            executable=executable,
             cwd=cwd,
             env=env,
             stdin=in_r if in_r >= 0 else stdin,
