@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from tests.app.app_support import screen_text, until, visible_text
 from tests.conftest import owned_engine, shell_task
+from tui.app.prompts import Confirm, TextPrompt
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
@@ -90,7 +92,13 @@ async def test_cancel_and_retry_from_the_keyboard(engine: Engine) -> None:
     async with make_app(engine).run_test(size=SIZE) as pilot:
         log = pilot.app.query_one(LogView)
         await until(pilot, lambda: "started" in visible_text(log), "the task to start")
-        await pilot.press("c")
+        await pilot.press("c")  # a running task: asks first
+        await until(pilot, lambda: isinstance(pilot.app.screen, Confirm), "the y/N question")
+        assert "Cancel long?" in screen_text(pilot.app)
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(pilot.app.screen, Confirm), "the answer")
+        assert await state_of(engine, t.id) == State.RUNNING
+        await pilot.press("c", "y")
         await engine.wait_settled([t.id])
         assert await state_of(engine, t.id) == State.CANCELLED
         await pilot.press("r")
@@ -99,10 +107,57 @@ async def test_cancel_and_retry_from_the_keyboard(engine: Engine) -> None:
             lambda: pilot.app.query_one(TaskList).records[t.id].attempts == 2,
             "the second attempt",
         )
-        await pilot.press("c")
+        await until(pilot, lambda: pilot.app._list.records[t.id].state == State.RUNNING, "run")
+        await pilot.press("c", "y")
         await engine.wait_settled([t.id])
     rec = await engine.get(t.id)
     assert rec is not None and rec.state == State.CANCELLED and rec.attempts == 2
+
+
+async def test_cancel_without_asking_when_the_config_says_so(
+    engine: Engine, tmp_path: Path
+) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.toml").write_text("[settings]\nconfirm_cancel = false\n")
+    t = shell_task("long", "echo started; sleep 300")
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        log = pilot.app.query_one(LogView)
+        await until(pilot, lambda: "started" in visible_text(log), "the task to start")
+        await pilot.press("c")
+        await engine.wait_settled([t.id])
+        assert await state_of(engine, t.id) == State.CANCELLED
+
+
+async def test_the_open_prompt_keeps_the_keyboard(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "cleanup.yaml").write_text(
+        "tasks:\n  - name: from-file\n    agent: {type: shell, instructions: echo hi}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    t = shell_task("long", "echo started; sleep 300")
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        app = pilot.app
+        log = app.query_one(LogView)
+        await until(pilot, lambda: "started" in visible_text(log), "the task to start")
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, TextPrompt), "the prompt")
+        await pilot.press(*"jo", "tab")  # completes the folder, focus stays in the prompt
+        await pilot.press("tab", "c", "s")  # one match: the file; then typed letters
+        await pilot.pause()
+        prompt = app.screen.query_one("#prompt")
+        assert prompt.value == "jobs/cleanup.yamlcs"  # type: ignore[attr-defined]
+        assert await state_of(engine, t.id) == State.RUNNING  # `c` did not cancel
+        await pilot.press("backspace", "backspace", "enter")
+        await until(pilot, lambda: len(app._list.records) == 2, "the file's task")
+        await pilot.press("o", *"nothing")
+        await until(pilot, lambda: isinstance(app.screen, TextPrompt), "the prompt again")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, TextPrompt), "Esc to leave")
+        assert len(app._list.records) == 2
 
 
 async def test_approve_from_the_keyboard(store: Store) -> None:
@@ -225,7 +280,7 @@ async def test_keys_remapped_in_the_config(engine: Engine, tmp_path: Path) -> No
         await pilot.press("c")  # the old key does nothing now
         await pilot.pause()
         assert await state_of(engine, t.id) == State.RUNNING
-        await pilot.press("K")
+        await pilot.press("K", "y")
         await engine.wait_settled([t.id])
         assert await state_of(engine, t.id) == State.CANCELLED
         notes = [n.message for n in app._notifications]
@@ -267,7 +322,7 @@ async def test_run_template_from_the_palette(engine: Engine, config_dir: Path) -
         await pilot.press("T")
         await until(pilot, lambda: "Say hello" in screen_text(app), "the template list")
         await pilot.press(*"greet", "enter")
-        await until(pilot, lambda: app.query_one("#prompt").has_class("visible"), "the prompt")
+        await until(pilot, lambda: isinstance(app.screen, TextPrompt), "the prompt")
         await pilot.press(*"world $(x) 'q'", "enter")
         await until(pilot, lambda: bool(app._list.records), "the task in the list")
         (rec,) = app._list.records.values()
@@ -317,8 +372,8 @@ async def test_task_list_scrolls_selects_with_keys_and_mouse_and_sorts(store: St
             await pilot.press("G")
             await until(pilot, lambda: table.selected_id == tasks[-1].id, "the last row")
             assert "t-149" in visible_text(table) and "t-000" not in visible_text(table)
-            await pilot.click(TaskList, offset=(20, 3))  # row 0 is the header
-            clicked = visible_text(table).splitlines()[3].split()[2]
+            await pilot.click(TaskList, offset=(20, 4))  # a top border, then the header
+            (clicked,) = [w for w in visible_text(table).splitlines()[3].split() if "t-" in w]
             await until(
                 pilot,
                 lambda: table.records[table.selected_id or ""].name == clicked,
@@ -366,3 +421,239 @@ async def test_theme_fits_the_terminal_colours(
         assert app.theme == expected
         assert app.current_theme.name == expected
     assert load_ui_state()["theme"] == chosen  # an automatic pick is not remembered as a choice
+
+
+# -- keys that say what they do ------------------------------------------------------------
+
+
+async def test_h_goes_back_to_the_task_list_from_output_and_dag(engine: Engine) -> None:
+    from tui.app.widgets.dag_view import DagView
+
+    a = shell_task("root", "echo hi")
+    await engine.submit([a])
+    await engine.wait_settled([a.id])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        app = pilot.app
+        task_list = app.query_one(TaskList)
+        await pilot.press("l")
+        assert app.focused is app.query_one(LogView)
+        await pilot.press("h")
+        assert app.focused is task_list
+        await pilot.press("2")
+        await until(pilot, lambda: app.focused is app.query_one(DagView), "the DAG")
+        await pilot.press("h")  # no box to the left of the only one
+        assert app.focused is task_list
+
+
+async def test_help_scrolls_with_j_k_and_shows_every_description_whole(engine: Engine) -> None:
+    import re
+
+    from textual.containers import VerticalScroll
+
+    from tui.app.actions import COMMANDS
+
+    def squash(text: str) -> str:
+        return re.sub(r"[\s│]+", "", text)  # lines wrapped inside the box, joined
+
+    async with make_app(engine).run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        body = pilot.app.screen.query_one("#help-body", VerticalScroll)
+        assert body.max_scroll_y > 0  # more keys than lines at 80×24
+        seen = ""
+        while True:
+            seen += squash(screen_text(pilot.app))
+            if body.scroll_y >= body.max_scroll_y:
+                break
+            before = body.scroll_y
+            await pilot.press("j")
+            await pilot.pause()
+            assert body.scroll_y == before + 1
+        for c in COMMANDS:
+            assert squash(c.help) in seen, c.help
+        await pilot.press("k")
+        await pilot.pause()
+        assert body.scroll_y == body.max_scroll_y - 1
+
+
+async def test_palette_shows_keys_and_one_theme_entry(engine: Engine) -> None:
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p", *"theme")
+        await until(pilot, lambda: "Switch theme" in screen_text(pilot.app), "the palette")
+        await pilot.pause(0.3)
+        text = screen_text(pilot.app)
+        assert "Switch theme…  (t)" in text
+        assert "Change the current theme" not in text  # Textual's own, merged into ours
+
+
+async def test_slash_filters_the_list_and_the_footer_says_so(engine: Engine) -> None:
+    tasks = [shell_task("alpha", "true"), shell_task("beta", "true")]
+    await engine.submit(tasks)
+    await engine.wait_settled(t.id for t in tasks)
+    async with make_app(engine).run_test(size=(80, 24)) as pilot:
+        footer = screen_text(pilot.app).splitlines()[-1]
+        for shown in ("/ Find", "? Help", "q Quit"):
+            assert shown in footer, footer
+        await pilot.press("slash", *"beta", "enter")
+        table = pilot.app.query_one(TaskList)
+        await until(pilot, lambda: table.row_count == 1, "the filter")
+        assert table.selected_id == tasks[1].id
+
+
+# -- indicators that tell the truth --------------------------------------------------------
+
+
+async def test_filter_words_match_the_screen(engine: Engine) -> None:
+    tasks = [
+        shell_task("good", "true"),
+        shell_task("bad", "exit 1"),
+        shell_task("slow", "sleep 30", timeout="0.2s"),
+        shell_task("stopped", "sleep 300"),
+    ]
+    await engine.submit(tasks)
+    await engine.cancel(tasks[3].id)
+    await engine.wait_settled(t.id for t in tasks)
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(TaskList)
+
+        async def filter_by(query: str) -> set[str]:
+            await pilot.press("colon", *query, "enter")
+            await until(pilot, lambda: not isinstance(app.screen, TextPrompt), "the filter")
+            await pilot.pause()
+            return {table.records[table._shown[i]].name for i in range(table.row_count)}
+
+        assert await filter_by("state:done") == {"good"}
+        assert await filter_by("state:failed") == {"bad", "slow"}  # not the cancelled one
+        assert "Tasks 2/4 · state:failed" in screen_text(app)
+        assert await filter_by("state:cancelled") == {"stopped"}
+        assert await filter_by("state:timed-out") == {"slow"}
+        await filter_by("state:nope")
+        assert any("no state 'nope'" in n.message for n in app._notifications)
+        assert table.filter.query == "state:timed-out"  # the bad filter changed nothing
+        assert await filter_by("zzz") == set()
+        assert "no task matches" in screen_text(app)
+        await pilot.press("s")
+        assert "Tasks 0/4 · zzz · by state" in screen_text(app)
+
+
+async def test_status_counts_cancelled_apart_from_failed(engine: Engine) -> None:
+    tasks = [shell_task("bad", "exit 1"), shell_task("stopped", "sleep 300")]
+    await engine.submit(tasks)
+    await engine.cancel(tasks[1].id)
+    await engine.wait_settled(t.id for t in tasks)
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        status = str(pilot.app.query_one("#status").render())
+        assert "1 failed" in status and "1 cancelled" in status, status
+
+
+async def test_paused_output_says_so(engine: Engine) -> None:
+    t = shell_task("numbers", 'for i in $(seq 1 500); do echo "line $i"; done')
+    await engine.submit([t])
+    await engine.wait_settled([t.id])
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        log = pilot.app.query_one(LogView)
+        await until(pilot, lambda: "line 500" in visible_text(log), "the end of the log")
+        assert "paused" not in screen_text(pilot.app)
+        await pilot.press("l", "k", "k")
+        await until(pilot, lambda: "paused — G to follow" in screen_text(pilot.app), "paused")
+        await pilot.press("G")
+        await until(pilot, lambda: "paused" not in screen_text(pilot.app), "following again")
+
+
+async def test_a_task_waiting_for_approval_says_so(store: Store) -> None:
+    engine = Engine(store, auto_approve=False)
+    await engine.start()
+    try:
+        await engine.submit([shell_task("gated", "echo ran")])
+        async with make_app(engine).run_test(size=SIZE) as pilot:
+            await until(
+                pilot,
+                lambda: "waiting for approval — p" in screen_text(pilot.app),
+                "the approval note",
+            )
+    finally:
+        await engine.stop()
+
+
+# -- the task list fits the terminal -------------------------------------------------------
+
+HEADERS = {"NAME", "AGENT", "PRIO", "TIME", "TRY", "COST", "TAGS", "NOTE"}
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+async def test_the_task_list_fits_without_sideways_scrolling(
+    store: Store, size: tuple[int, int]
+) -> None:
+    engine = Engine(store, auto_approve=False)
+    await engine.start()
+    try:
+        first = shell_task("gated", "true", tags=["ci", "nightly"])
+        long = "a-very-long-task-name-that-goes-on-and-on-forever"
+        await engine.submit([first, shell_task(long, "true", depends_on=[first.id])])
+        async with make_app(engine).run_test(size=size) as pilot:
+            table = pilot.app.query_one(TaskList)
+            await until(pilot, lambda: "waiting" in visible_text(table), "the notes")
+            assert "COST" not in visible_text(table)  # no task has a cost: no room taken
+            # The engine reports a cost (as an agent's run does): the column appears.
+            table.upsert([dataclasses.replace(table.records[first.id], cost_usd=0.25)])
+            if size[0] >= 120:
+                await until(pilot, lambda: "$0.25" in visible_text(table), "the cost")
+            assert table.virtual_size.width <= table.scrollable_content_region.width
+            lines = visible_text(table).splitlines()
+            header = set(lines[0].split())
+            assert header <= HEADERS, header  # no header cut to a stray letter
+            if size[0] >= 120:
+                assert {"NOTE", "TRY", "COST"} <= header
+                assert "waiting for approval — p" in lines[1]
+                assert f"waiting on {first.name}" in lines[2]
+            assert long not in lines[2] and "…" in lines[2]  # cut, not widening the column
+            name_start = lines[0].index("NAME")
+            assert lines[1][name_start:].startswith("gated ")
+    finally:
+        await engine.stop()
+
+
+async def test_help_and_quit_stay_in_the_footer_at_80_columns(engine: Engine) -> None:
+    t = shell_task("pick", 'tui ask "Which?" --option A --option B')
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=(80, 24)) as pilot:
+        app = pilot.app
+        await until(pilot, lambda: app.query_one(QuestionPanel).count == 1, "the question")
+        for keys in (("l",), ("a",)):  # the output pane, then the question card
+            await pilot.press(*keys)
+            await pilot.pause()
+            footer = screen_text(app).splitlines()[-1]
+            assert footer.lstrip().startswith("? Help  q Quit"), footer
+
+
+async def test_time_is_this_attempts_and_a_finished_runs_duration(
+    engine: Engine, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    # The first attempt fails after 3 s; the retry (gate open) runs on.
+    t = shell_task("flaky", f"[ -e {gate} ] || {{ sleep 3; exit 1; }}; echo again; sleep 300")
+    await engine.submit([t])
+    await engine.wait_settled([t.id])
+    first = (await engine.store.runs(t.id))[0]
+    stored = await engine.store.get_task(t.id)
+    assert stored is not None and stored.run_started_at == first.started_at
+    assert stored.run_ended_at == first.ended_at
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        table = pilot.app.query_one(TaskList)
+
+        def time_cell() -> str:
+            header, row = visible_text(table).splitlines()[:2]
+            start = header.index("TIME")
+            return (row[start:].split() or [""])[0] if row[start] != " " else ""
+
+        await until(pilot, lambda: time_cell() != "", "the run's duration")
+        assert int(time_cell().rstrip("s")) >= 3  # failed: how long the run took
+        gate.touch()
+        await pilot.press("r")
+        await until(pilot, lambda: "again" in visible_text(pilot.app.query_one(LogView)), "retry")
+        assert table.records[t.id].attempts == 2
+        assert int(time_cell().rstrip("s")) < 3  # this attempt's time, not since the first
+        await pilot.press("c", "y")
+        await engine.wait_settled([t.id])

@@ -28,6 +28,10 @@ def test_answer_from_another_shell(tui: Tui) -> None:
     assert "1. SQLite" in text.stdout and "2. PostgreSQL" in text.stdout
     assert tui.state_of("pick") == "READY"
 
+    typo = tui("answer", q["id"][:8], "9")  # not an option: an error, not the answer "9"
+    assert typo.returncode == 1, str(typo)
+    assert "1. SQLite, 2. PostgreSQL" in typo.stderr and "--text" in typo.stderr
+    assert tui("answer", q["id"][:8], "Postgres").returncode == 1
     res = tui("answer", q["id"][:8], "2")
     assert res.returncode == 0, str(res)
     again = tui("answer", q["id"][:8], "1")
@@ -37,6 +41,17 @@ def test_answer_from_another_shell(tui: Tui) -> None:
     assert run.returncode == 0
     assert [ln.text for ln in tui.output()] == ["got PostgreSQL"]
     assert open_questions(tui) == []
+
+
+def test_free_text_answer_with_text(tui: Tui) -> None:
+    f = write_tasks(tui.dir / "ask.yaml", shell_task("pick", ASK))
+    run = tui.popen("run", str(f))
+    wait_until(lambda: tui.db.exists() and len(open_questions(tui)) == 1, "the question", proc=run)
+    [q] = open_questions(tui)
+    res = tui("answer", q["id"][:8], "--text", "DuckDB, embedded")
+    assert res.returncode == 0, str(res)
+    run.communicate(timeout=60)
+    assert [ln.text for ln in tui.output()] == ["got DuckDB, embedded"]
 
 
 def test_review_reject_then_accept_from_another_shell(tui: Tui) -> None:

@@ -127,6 +127,16 @@ def test_config_validate(configured: Tui) -> None:
     assert "tasks.x.prompt: unknown placeholder {oops}" in res.stderr
 
 
+def test_config_validate_names_unknown_key_actions(configured: Tui) -> None:
+    (configured.dir / ".tui" / "config.toml").write_text(
+        '[settings.keys]\ncancel_task = "ctrl+k"\ncancle_task = "K"\n'
+    )
+    res = configured("config", "validate", db=False)
+    assert res.returncode == 2, str(res)
+    assert "[settings.keys] 'cancle_task' is not a command" in res.stderr
+    assert "did you mean 'cancel_task'?" in res.stderr
+
+
 def fake_cli(path: Path, version: str) -> Path:
     path.write_text(f"#!/bin/sh\necho '{version}'\n", encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)

@@ -82,7 +82,7 @@ async def test_a_cancel_in_the_app_reaches_the_daemon(viewer: RemoteEngine, db: 
             lambda: tid in tasks.records and tasks.records[tid].state == State.RUNNING,
             "the task to run",
         )
-        await pilot.press("c")
+        await pilot.press("c", "y")  # a running task: confirmed
         await until(
             pilot, lambda: tasks.records[tid].state == State.CANCELLED, "the list to show it"
         )

@@ -64,6 +64,16 @@ def wait(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def symbol_of(screen: str, name: str) -> str:
+    """The state symbol on the task list row of ``name`` (the word beside it shows only
+    when the pane has room for it)."""
+    for line in screen.splitlines():
+        words = line.split()
+        if name in words[:3]:
+            return words[0]
+    return ""
+
+
 def db_rows(db: Path, sql: str) -> list[tuple]:
     if not db.exists():
         return []
@@ -93,7 +103,7 @@ def test_answer_a_question_in_the_real_app(tmux: Tmux, tmp_path: Path) -> None:
 
     state = "SELECT state FROM tasks WHERE name = 'choose-database'"
     wait(lambda: db_rows(db, state) == [("COMPLETED",)], "the task to complete")
-    wait(lambda: "✓ done" in tmux.screen(), "the list to show it done")
+    wait(lambda: symbol_of(tmux.screen(), "choose-database") == "✓", "the list to show it done")
     rows = db_rows(
         db, "SELECT id, task_id, run_id, stream, seq, at, text, lines FROM output ORDER BY id"
     )
@@ -119,7 +129,7 @@ def test_the_ssh_link_drops_and_the_run_goes_on(tmux: Tmux, tmp_path: Path) -> N
     )
     command = f"cd {tmp_path} && env {env} {TUI} open {tasks} --db {db}"
     tmux("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", command)
-    wait(lambda: "▶ running" in tmux.screen(), "the task to run")
+    wait(lambda: symbol_of(tmux.screen(), "long-build") == "▶", "the task to run")
     tmux("kill-session", "-t", "tui")  # the terminal goes away under the app (SIGHUP)
     wait(lambda: not tmux.alive(), "the terminal to close")
 
@@ -137,7 +147,7 @@ def test_the_ssh_link_drops_and_the_run_goes_on(tmux: Tmux, tmp_path: Path) -> N
     wait(lambda: "--concurrency only" in tmux.screen(), "the notice that the daemon keeps its own")
     wait(lambda: "first half" in tmux.screen(), "the output it printed while nobody watched")
     gate.touch()
-    wait(lambda: "✓ done" in tmux.screen(), "the list to show it done")
+    wait(lambda: symbol_of(tmux.screen(), "long-build") == "✓", "the list to show it done")
     wait(lambda: "second half" in tmux.screen(), "the rest of its output")
     tmux("send-keys", "-t", "tui", "q")
     wait(lambda: not tmux.alive(), "the app to quit")

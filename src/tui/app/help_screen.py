@@ -1,42 +1,71 @@
-"""`?`: every binding, generated from the same command table as the footer and the palette."""
+"""`?`: every binding, generated from the same command table as the footer and the palette.
+
+One row per key: the key, then the command's name, its whole description (wrapped to the
+screen, never cut) and the id to remap it by. `j`/`k` and the arrows scroll."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 # Keys that belong to panes rather than to the app (documented here so `?` lists them too).
 PANE_KEYS: tuple[tuple[str, str, str], ...] = (
-    ("j / k, ↑ / ↓", "Move", "Up and down in the task list, the output and the DAG"),
+    ("j / k, ↑ / ↓", "Move", "Up and down in the task list, the output, the DAG and this help"),
     ("g / G", "Top / bottom", "In the output, G also resumes following"),
     ("n / N", "Next / previous match", "After a search in the output"),
-    ("Tab", "Next pane", "Cycle focus between panes"),
+    ("h / l, ← / →", "Sideways", "In the output: scroll sideways; in the DAG: the next box"),
+    ("Tab", "Next pane", "Cycle focus between panes; in the open prompt it completes paths"),
     ("1-9, Space, Enter", "Answer", "In a question: pick, toggle (multi-select), send"),
     ("y / n / a", "Allow / deny / always", "In an approval (y/n accept/reject a review)"),
-    ("ctrl+p", "Command palette", "Every action by name"),
-    ("Esc", "Back", "Close a prompt, leave full screen"),
+    ("ctrl+p", "Command palette", "Every action by name, with its key"),
+    ("Esc", "Back", "Close a prompt or this help, leave full screen"),
 )
 
+KEY_WIDTH = 12
 
-def _pretty(key: str) -> str:
+
+def pretty_key(key: str) -> str:
     names = {"question_mark": "?", "colon": ":", "slash": "/", "escape": "Esc"}
     return ", ".join(names.get(k.strip(), k.strip()) for k in key.split(","))
 
 
+def help_row(key: str, title: str, text: str, command_id: str = "") -> Table:
+    """One entry: the key in a fixed column, the rest wrapped beside it."""
+    row = Table.grid(padding=(0, 1), expand=True)
+    row.add_column(width=KEY_WIDTH, style="bold")
+    row.add_column(ratio=1)
+    what = Text.assemble((title, "bold"), "  ", text)
+    if command_id:
+        what.append(f"  ({command_id})", style="dim")
+    row.add_row(key, what)
+    return row
+
+
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; layout: vertical; }
-    HelpScreen > Static { width: 90%; max-width: 110; padding: 0 1; background: $surface; }
-    HelpScreen > DataTable {
-        width: 90%; max-width: 110; height: 80%; border: round $accent; background: $surface;
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical {
+        width: 90%; max-width: 110; height: 90%; border: round $accent; background: $surface;
     }
+    HelpScreen #help-title { padding: 0 1; background: $panel; }
+    HelpScreen #help-body { height: 1fr; padding: 0 1; }
+    HelpScreen .help-row { height: auto; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "dismiss", "Close", show=True),
-        Binding("j", "cursor_down", show=False),
-        Binding("k", "cursor_up", show=False),
+        Binding("j,down", "scroll(1)", "Down", show=False),
+        Binding("k,up", "scroll(-1)", "Up", show=False),
+        Binding("pagedown,space", "page(1)", show=False),
+        Binding("pageup,b", "page(-1)", show=False),
+        Binding("g,home", "edge(0)", show=False),
+        Binding("G,end", "edge(1)", show=False),
     ]
 
     def __init__(self, commands: list[tuple[str, str, str, str]]) -> None:
@@ -44,20 +73,30 @@ class HelpScreen(ModalScreen[None]):
         self._commands = commands
 
     def compose(self) -> ComposeResult:
-        yield Static(
-            '[b]tui — keys[/b]  remap in config.toml: [settings.keys] cancel_task = "ctrl+k"',
-            markup=True,
-        )
-        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
-        table.add_columns("Key", "Command", "Id", "What it does")
-        for key, title, text, command_id in self._commands:
-            table.add_row(_pretty(key), title, command_id, text)
-        for key, title, text in PANE_KEYS:
-            table.add_row(key, title, "", text)
-        yield table
+        with Vertical():
+            yield Static(
+                "[b]tui — keys[/b]   j/k scroll · Esc closes · remap in config.toml:"
+                ' [settings.keys] cancel_task = "ctrl+k"',
+                id="help-title",
+            )
+            with VerticalScroll(id="help-body"):
+                for key, title, text, command_id in self._commands:
+                    row = help_row(pretty_key(key), title, text, command_id)
+                    yield Static(row, classes="help-row")
+                for key, title, text in PANE_KEYS:
+                    yield Static(help_row(key, title, text), classes="help-row")
 
-    def action_cursor_down(self) -> None:
-        self.query_one(DataTable).action_cursor_down()
+    @property
+    def body(self) -> VerticalScroll:
+        return self.query_one("#help-body", VerticalScroll)
 
-    def action_cursor_up(self) -> None:
-        self.query_one(DataTable).action_cursor_up()
+    def action_scroll(self, lines: int) -> None:
+        self.body.scroll_relative(y=lines, animate=False)
+
+    def action_page(self, pages: int) -> None:
+        body = self.body
+        body.scroll_relative(y=pages * max(1, body.size.height - 1), animate=False)
+
+    def action_edge(self, end: int) -> None:
+        body = self.body
+        body.scroll_to(y=body.max_scroll_y if end else 0, animate=False)

@@ -28,5 +28,21 @@ STATE_STYLES: dict[State, StateStyle] = {
 }
 
 
+# "failed" as the screen counts and filters it: a cancel is the user's choice, not a failure.
+FAILED_GROUP: frozenset[State] = frozenset({State.FAILED, State.TIMED_OUT, State.BUDGET_EXCEEDED})
+
+# The words `state:WORD` takes: every label as shown (spaces as dashes), every state's name,
+# and a few groups.
+STATE_WORDS: dict[str, frozenset[State]] = {
+    **{st.label.replace(" ", "-"): frozenset({s}) for s, st in STATE_STYLES.items()},
+    **{s.value.lower(): frozenset({s}) for s in State},
+    "failed": FAILED_GROUP,
+    "completed": frozenset({State.COMPLETED}),
+    "canceled": frozenset({State.CANCELLED}),
+    "waiting": frozenset({State.READY, State.BLOCKED}),
+    "finished": frozenset({State.COMPLETED, State.CANCELLED, *FAILED_GROUP}),
+}
+
+
 def style_for(state: State | str) -> StateStyle:
     return STATE_STYLES[State(state)]

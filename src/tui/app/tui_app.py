@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -11,24 +12,26 @@ from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.command import SimpleCommand
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from tui.app import actions
 from tui.app.engine_api import AppEngine
-from tui.app.help_screen import HelpScreen
+from tui.app.help_screen import HelpScreen, pretty_key
 from tui.app.keymap import keymap_from
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
+from tui.app.prompts import Confirm, TextPrompt
+from tui.app.state_style import FAILED_GROUP, style_for
 from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
 from tui.app.widgets.dag_view import DagNode, DagView
-from tui.app.widgets.log_view import LogView
+from tui.app.widgets.log_view import PAUSED_LABEL, LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
-from tui.app.widgets.task_list import SORTS, TaskFilter, TaskList
+from tui.app.widgets.task_list import SORTS, FilterError, TaskFilter, TaskList
 from tui.config.load import ConfigError, load_config, load_settings
 from tui.config.templates import (
     TaskRequest,
@@ -48,17 +51,31 @@ from tui.model.loader import load_task_files
 from tui.model.states import UNSUCCESSFUL, State
 from tui.store.records import OutputLine
 
+# States whose task has a process (or one waiting on a person) that `c` would kill.
+LIVE_STATES = frozenset({State.RUNNING, State.READY, State.BLOCKED})
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
+
+
+class MainScreen(Screen[None]):
+    """The app's screen; its footer starts with `?` and `q`, so a narrow terminal never
+    cuts them off whatever pane adds its own keys."""
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        bindings = super().active_bindings
+        first = {k: b for k, b in bindings.items() if b.binding.action in ("help", "quit")}
+        return {**first, **{k: b for k, b in bindings.items() if k not in first}}
 
 
 class TuiApp(App[None]):
     TITLE = "tui"
     CSS = """
     #body { height: 1fr; }
-    #tasks { width: 45%; min-width: 30; border-right: vkey $panel-lighten-2; }
+    #tasks {
+        width: 55%; min-width: 30; border-right: vkey $panel-lighten-2;
+        border-top: hkey $panel-lighten-2; border-title-color: $text;
+    }
     #right { width: 1fr; border-top: hkey $panel-lighten-2; border-title-color: $text; }
-    #prompt { display: none; }
-    #prompt.visible { display: block; }
     #status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
     Screen.zoomed #tasks { display: none; }
     TabbedContent { height: 1fr; }
@@ -93,11 +110,11 @@ class TuiApp(App[None]):
         self._remember_theme = remember_theme
         self._fit_terminal_colors = fit_terminal_colors
         self._toasts = toasts
+        self._confirm_cancel = settings.confirm_cancel
         self._dirty: set[str] = set()
         self._questions_dirty = True
         self._graph_dirty = True
         self._finished: list[str] = []
-        self._prompt_purpose = ""
         self._status_note = ""  # e.g. while the daemon is away
         self._template: tuple[TemplateSource, Template] | None = None
         self._status_text = ""
@@ -116,6 +133,9 @@ class TuiApp(App[None]):
 
     # -- layout ------------------------------------------------------------------------------
 
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen(id="_default")
+
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="body"):
@@ -127,19 +147,17 @@ class TuiApp(App[None]):
                     yield DagView(id="dag")
                 with TabPane("Questions", id="questions-tab"):
                     yield QuestionPanel(id="questions")
-        yield Input(id="prompt")
         yield Static(id="status")
         yield Footer()
 
     async def on_mount(self) -> None:
         # The main screen's widgets, kept so a pushed screen (help, palette) never hides them.
         self._list = self.query_one(TaskList)
-        self._log = self.query_one(LogView)
+        self._output = self.query_one(LogView)
         self._dag = self.query_one(DagView)
         self._panel = self.query_one(QuestionPanel)
         self._tabs = self.query_one(TabbedContent)
         self._status = self.query_one("#status", Static)
-        self._prompt = self.query_one("#prompt", Input)
         self._right = self.query_one("#right")
         if self._engine_factory is not None:
             self.engine = await self._engine_factory()
@@ -150,6 +168,8 @@ class TuiApp(App[None]):
         self._consume_events(since)
         self.set_interval(1 / REFRESH_HZ, self._apply_batch)
         self.set_interval(1.0, self._list.refresh_running)
+        self._list.approve_key = pretty_key(self._keymap.get("approve_task", "p"))
+        self.watch(self._output, "follow", lambda _: self._update_right_title(), init=False)
         self._list.focus()
         await self._show_selected()
 
@@ -203,7 +223,7 @@ class TuiApp(App[None]):
 
     @work(exclusive=True, group="events")
     async def _consume_events(self, since: Any) -> None:
-        log = self._log
+        log = self._output
         try:
             async for ev in self.engine.events(since):
                 await self._on_event(ev, log)
@@ -296,7 +316,8 @@ class TuiApp(App[None]):
         groups = (
             ("running", {State.RUNNING}),
             ("queued", {State.QUEUED}),
-            ("failed", set(UNSUCCESSFUL)),  # failed, timed out, cancelled, over budget
+            ("failed", FAILED_GROUP),  # failed, timed out, over budget
+            ("cancelled", {State.CANCELLED}),
             ("done", {State.COMPLETED}),
         )
         by_state = Counter(r.state for r in records)  # one pass over (maybe 10k) tasks
@@ -341,12 +362,12 @@ class TuiApp(App[None]):
     async def _tell_finished(self) -> None:
         ids, self._finished = self._finished, []
         records = await self.engine.get_many(ids)
-        failed = [r for r in records if r.state in UNSUCCESSFUL and r.settled]
+        failed = [r for r in records if r.state in FAILED_GROUP and r.settled]
         done = [r for r in records if r.state == State.COMPLETED]
         if failed:
             names = ", ".join(r.name for r in failed[:3]) + (" …" if len(failed) > 3 else "")
             self.notify(
-                f"{names}: {failed[0].state.value.lower()}",
+                f"{names}: {style_for(failed[0].state).label}",
                 title="Failed",
                 severity="error",
                 timeout=6,
@@ -370,10 +391,17 @@ class TuiApp(App[None]):
         if task_id == self._selected:
             return
         self._selected = task_id
-        await self._log.show_task(task_id)
+        await self._output.show_task(task_id)
         self._dag.select(task_id)
-        rec = self._list.records.get(task_id or "")
-        self._right.border_title = rec.name if rec else ""
+        self._update_right_title()
+
+    def _update_right_title(self) -> None:
+        # The pane's top border is drawn: the selected task, and whether output is paused.
+        rec = self._list.records.get(self._selected or "")
+        title = rec.name if rec else ""
+        if not self._output.follow:
+            title = f"{title} · {PAUSED_LABEL}" if title else PAUSED_LABEL
+        self._right.border_title = title
 
     @on(DagView.Selected)
     async def _dag_selected(self, message: DagView.Selected) -> None:
@@ -421,9 +449,22 @@ class TuiApp(App[None]):
         if task_id := self._selected_or_warn():
             await self._call(self.engine.approve(task_id))
 
-    async def action_cancel_task(self) -> None:
-        if task_id := self._selected_or_warn():
-            self.run_worker(self._call(self.engine.cancel(task_id)), group="commands")
+    def action_cancel_task(self) -> None:
+        task_id = self._selected_or_warn()
+        rec = self._list.records.get(task_id or "")
+        if task_id is None:
+            return
+        if not self._confirm_cancel or rec is None or rec.state not in LIVE_STATES:
+            self._cancel(task_id)
+            return
+        # A live process dies with its work: ask first ([settings] confirm_cancel = false skips).
+        self.push_screen(
+            Confirm(f"Cancel {rec.name}? Its running process is killed."),
+            lambda yes: self._cancel(task_id) if yes else None,
+        )
+
+    def _cancel(self, task_id: str) -> None:
+        self.run_worker(self._call(self.engine.cancel(task_id)), group="commands")
 
     async def action_retry_task(self) -> None:
         if task_id := self._selected_or_warn():
@@ -434,15 +475,24 @@ class TuiApp(App[None]):
             await self._call(self.engine.accept(task_id))
 
     def action_reject_task(self) -> None:
-        if self._selected_or_warn():
-            self._open_prompt("reject", "Why? (the agent gets this comment)")
+        if task_id := self._selected_or_warn():
+
+            async def reject(comment: str) -> None:
+                await self._call(self.engine.reject(task_id, comment))
+
+            self._ask_text("Reject: why? (the agent gets this comment)", reject)
 
     def action_answer(self) -> None:
         self._tabs.active = "questions-tab"
         self._panel.focus()
 
     def action_open_file(self) -> None:
-        self._open_prompt("open", "Task file or folder to submit")
+        self._ask_text(
+            "Open: a task file or folder to submit (Tab completes, Esc leaves)",
+            self._submit_file,
+            "sample_tasks/",
+            paths=True,
+        )
 
     def action_run_template(self) -> None:
         try:
@@ -479,7 +529,7 @@ class TuiApp(App[None]):
 
     def _template_picked(self, sources: list[TemplateSource], template: Template) -> None:
         self._template = find(sources, template.name)
-        self._open_prompt("template", f"Instructions for {template.name} (may be empty)")
+        self._ask_text(f"Instructions for {template.name} (may be empty)", self._run_template)
 
     @work(group="commands")
     async def _run_template(self, instructions: str) -> None:
@@ -508,14 +558,31 @@ class TuiApp(App[None]):
         )
 
     def action_filter(self) -> None:
-        self._open_prompt("filter", "Filter: text state:failed tag:ci (empty clears)")
+        self._ask_text(
+            "Filter the tasks (empty clears)", self._apply_filter, "text state:failed tag:ci"
+        )
+
+    def _apply_filter(self, query: str) -> None:
+        try:
+            task_filter = TaskFilter.parse(query)
+        except FilterError as e:
+            self.notify(str(e), title="Filter", severity="error", timeout=8)
+            return
+        tasks = self._list
+        tasks.filter = task_filter
+        tasks.rebuild()
 
     def action_search_log(self) -> None:
         if self.focused is self._list:
             self.action_filter()
             return
         self._tabs.active = "output-tab"
-        self._open_prompt("search", "Search output")
+        self._ask_text("Search the output", self._search_output)
+
+    def _search_output(self, term: str) -> None:
+        if term:
+            self._output.focus()
+            self._output.action_search(term)
 
     def action_cycle_sort(self) -> None:
         tasks = self._list
@@ -525,22 +592,22 @@ class TuiApp(App[None]):
         self.notify(f"sorted by {tasks.sort_key}", timeout=2)
 
     def action_toggle_follow(self) -> None:
-        log = self._log
+        log = self._output
         log.follow = not log.follow
 
     def action_toggle_wrap(self) -> None:
-        log = self._log
+        log = self._output
         log.wrap = not log.wrap
 
     def action_zoom(self) -> None:
         self.screen.toggle_class("zoomed")
         if self.screen.has_class("zoomed"):
             self._tabs.active = "output-tab"
-            self._log.focus()
+            self._output.focus()
 
     def action_show_output(self) -> None:
         self._tabs.active = "output-tab"
-        self._log.focus()
+        self._output.focus()
 
     def action_show_dag(self) -> None:
         self._tabs.active = "dag-tab"
@@ -584,50 +651,44 @@ class TuiApp(App[None]):
         return [(keymap.get(c.id, c.key), c.title, c.help, c.id) for c in actions.COMMANDS]
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        for c in actions.COMMANDS:
-            yield SystemCommand(c.title, c.help, getattr(self, f"action_{c.id}"))
-        yield from super().get_system_commands(screen)
+        for key, title, text, command_id in self.active_bindings_for_help():
+            action = getattr(self, f"action_{command_id}")
+            yield SystemCommand(f"{title}  ({pretty_key(key)})", text, action)
+        # Textual's own Theme, Quit and Keys entries would sit beside ours: keep its others.
+        ours = {"Theme", "Quit", "Keys"}
+        yield from (c for c in super().get_system_commands(screen) if c.title not in ours)
 
-    # -- the prompt line (filter, search, open, reject comment) ------------------------------
+    # -- prompts (filter, search, open, reject comment): modal, so they keep the keyboard --
 
-    def _open_prompt(self, purpose: str, placeholder: str) -> None:
-        prompt = self._prompt
-        self._prompt_purpose = purpose
-        prompt.placeholder = placeholder
-        prompt.value = ""
-        prompt.add_class("visible")
-        prompt.focus()
+    def _ask_text(
+        self,
+        title: str,
+        then: Callable[[str], object],  # may return an awaitable
+        placeholder: str = "",
+        *,
+        paths: bool = False,
+    ) -> None:
+        """Ask for one line of text; ``then`` gets it (stripped) unless the user pressed Esc."""
 
-    def _close_prompt(self) -> None:
-        prompt = self._prompt
-        prompt.remove_class("visible")
-        self._list.focus()
+        async def answer(value: str) -> None:
+            result = then(value)
+            if inspect.isawaitable(result):
+                await result
 
-    @on(Input.Submitted, "#prompt")
-    async def _prompt_submitted(self, message: Input.Submitted) -> None:
-        purpose, value = self._prompt_purpose, message.value.strip()
-        self._close_prompt()
-        if purpose == "filter":
-            tasks = self._list
-            tasks.filter = TaskFilter.parse(value)
-            tasks.rebuild()
-        elif purpose == "search" and value:
-            self._log.focus()
-            self._log.action_search(value)
-        elif purpose == "open" and value:
-            await self._submit_file(value)
-        elif purpose == "template":
-            self._run_template(value)
-        elif purpose == "reject" and (task_id := self._list.selected_id):
-            await self._call(self.engine.reject(task_id, value))
+        def done(value: str | None) -> None:
+            # Once the prompt is gone: a toast raised on it would vanish with it.
+            if value is not None:
+                self.call_after_refresh(answer, value)
+
+        self.push_screen(TextPrompt(title, placeholder, paths=paths), done)
 
     def key_escape(self) -> None:
-        if self._prompt.has_class("visible"):
-            self._close_prompt()
-        elif self.screen.has_class("zoomed"):
+        if self.screen.has_class("zoomed"):
             self.screen.remove_class("zoomed")
 
     async def _submit_file(self, path: str) -> None:
+        if not path:
+            return
         try:
             known = {r.id for r in await self.engine.list_tasks()}
             result = load_task_files([Path(path).expanduser()], known_ids=known)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shlex
 import sys
 import time
@@ -140,8 +141,19 @@ class _LineBatch:
         if self._lines:
             text = "\n".join(self._lines) + "\n"
             self._lines.clear()
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            try:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            except BrokenPipeError:  # `tui run --json | head`: the run goes on, unprinted
+                discard_stdout()
+
+
+def discard_stdout() -> None:
+    """The reader of stdout has gone (`| head`): send what is left nowhere, so neither a
+    later write nor the interpreter's flush at exit raises (and prints a traceback)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 _lines = _LineBatch()

@@ -19,6 +19,14 @@ async def cmd_validate(args: argparse.Namespace) -> int:
     config = load_config()  # raises ConfigError: main prints every problem, exit 2
     for w in config.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    # [settings.keys] names app commands: the app's own check, so both say the same.
+    from tui.app.keymap import keymap_from
+
+    _, key_problems = keymap_from(config.settings.keys)
+    for problem in key_problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if key_problems:
+        return 2
     if not config.files:
         looked = " and ".join(str(path) for path, _, _ in config_files(config.project_dir))
         print(f"ok: no config files (looked for {looked})")

@@ -120,6 +120,11 @@ def build_answer(q: QuestionRecord, args: argparse.Namespace) -> dict[str, Any]:
         raise EngineError("reviews take `tui accept ID` or `tui reject ID --comment TEXT`")
     questions = q.payload.get("questions", [])
     given = list(args.answer)
+    text = getattr(args, "text", None)
+    if text is not None:
+        if given or len(questions) != 1:
+            raise EngineError("--text answers a single question, instead of option numbers")
+        return {"answers": {questions[0]["question"]: text}}
     if not given:
         raise EngineError("give the answer: an option label (or its number) or free text")
     answers: dict[str, Any] = {}
@@ -130,16 +135,29 @@ def build_answer(q: QuestionRecord, args: argparse.Namespace) -> dict[str, Any]:
     else:
         raise EngineError(f"this asks {len(questions)} questions: give one answer for each")
     for item, values in pairs:
+        if item.get("options") and not item.get("multiSelect") and len(values) > 1:
+            values = [" ".join(values)]  # a label of several words, typed unquoted
         labels = [_label(item, v) for v in values]
         answers[item["question"]] = labels if item.get("multiSelect") else " ".join(labels)
     return {"answers": answers}
 
 
 def _label(item: dict[str, Any], value: str) -> str:
+    """An option by number or label; free text only where the question has no options
+    (a typo such as `9` for three options must not become the answer "9")."""
     options = [o.get("label", "") for o in item.get("options", [])]
+    if not options:
+        return value
     if value.isdigit() and 1 <= int(value) <= len(options):
         return options[int(value) - 1]
-    return value  # a label, or free text ("Other")
+    for label in options:
+        if value.casefold() == label.casefold():
+            return label
+    listed = ", ".join(f"{i}. {label}" for i, label in enumerate(options, 1))
+    raise EngineError(
+        f"{value!r} is not an option of {item.get('question', 'the question')!r}: give one of"
+        f" {listed} — or any other answer with --text TEXT"
+    )
 
 
 async def cmd_answer(args: argparse.Namespace) -> int:
@@ -175,6 +193,9 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
     ans.add_argument("question", metavar="ID", help="question id (prefix), or a task with one")
     ans.add_argument(
         "answer", nargs="*", metavar="ANSWER", help="option labels or numbers, or free text"
+    )
+    ans.add_argument(
+        "--text", metavar="TEXT", help='a free-text answer ("Other") instead of an option'
     )
     ans.add_argument("--deny", metavar="MESSAGE", help="refuse an approval, saying why")
     ans.add_argument(

@@ -15,6 +15,7 @@ from tui.store.db import StoreError
 
 _CONCURRENCY = "tasks at once (default: [settings] concurrency, else 4)"
 _SHELL = "shell for shell tasks (default: [settings] shell, else bash)"
+_FORCE = "submit the files' tasks even if the same tasks are already there, unfinished"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--fps", type=int, metavar="N", help="cap redraws per second (default 60, 20 over SSH)"
     )
     op.add_argument("--shell", help=_SHELL)
+    op.add_argument("--force", action="store_true", help=_FORCE)
     op.add_argument(
         "--foreground",
         action="store_true",
@@ -48,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, metavar="N", help=_CONCURRENCY)
     run.add_argument("--json", action="store_true", help="one JSON object per transition")
     run.add_argument("--shell", help=_SHELL)
+    run.add_argument("--force", action="store_true", help=_FORCE)
     run.add_argument(
         "--manual-approve", action="store_true", help="keep new tasks PENDING until `tui approve`"
     )
@@ -96,6 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_dispatch(args))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `tui logs ID | head`: the reader has all it wanted
+        from tui.cli.common import discard_stdout
+
+        discard_stdout()
+        return 141  # as a shell reports a command ended by SIGPIPE
     except TaskFileError as e:
         for issue in e.issues:
             print(f"error: {issue}", file=sys.stderr)

@@ -16,6 +16,7 @@ from tui.cli.common import (
     ignored_settings,
     open_store,
 )
+from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
 from tui.engine.scheduler import live_engine_pid
 from tui.model.loader import load_task_files
@@ -34,6 +35,8 @@ async def cmd_open(args: argparse.Namespace) -> int:
     db = db_path(args.db)
     async with open_store(args.db) as store:
         tasks = _load(args, await store.all_ids())
+        if not await go_ahead(store, tasks, force=args.force):
+            return 1
     # Whoever owns the database serves its socket: the daemon, or a foreground `tui run`.
     remote = await attach(db)
     notices: list[str] = []
@@ -73,6 +76,8 @@ async def _open_here(args: argparse.Namespace) -> int:
             )
             return 1
         tasks = _load(args, await store.all_ids())
+        if not await go_ahead(store, tasks, force=args.force):
+            return 1
         from tui.app.run_app import run_app
 
         concurrency, shell = engine_settings(args)

@@ -19,6 +19,7 @@ from tui.cli.common import (
     print_question,
     print_transition,
 )
+from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, serving
 from tui.daemon.paths import daemon_paths
 from tui.daemon.remote import DaemonStopped, RemoteEngine
@@ -62,6 +63,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
                     f"task ids already stored: {', '.join(taken)} (continue them with "
                     "`tui run` and no file, or `tui retry ID`)"
                 )
+                return 1
+            if not await go_ahead(store, tasks, force=args.force):
                 return 1
         return await run_tasks(store, tasks, args)
 

@@ -35,6 +35,9 @@ class TaskRecord:
     updated_at: float
     submit_seq: int
     depends_on: list[str] = field(default_factory=list)
+    # The latest run (this attempt): when it started, and when it ended (None while it runs).
+    run_started_at: float | None = None
+    run_ended_at: float | None = None
 
     @property
     def task(self) -> Task:

@@ -44,12 +44,10 @@ def start(t: Tx, task_id: str, engine_id: str, now: float) -> RunStart | None:
     runs = t.all(
         f"SELECT {COLS} FROM runs WHERE task_id = ? AND id != ? ORDER BY id", (task_id, run_id)
     )
+    rec = moved[0]  # read before this run's row existed: give it this run's start
+    rec.run_started_at, rec.run_ended_at = now, None
     return RunStart(
-        run_id,
-        attempt,
-        [RunRecord(*r) for r in runs],
-        questions.of_task(t, task_id),
-        moved[0],
+        run_id, attempt, [RunRecord(*r) for r in runs], questions.of_task(t, task_id), rec
     )
 
 

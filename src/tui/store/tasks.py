@@ -18,6 +18,12 @@ COLS = (
     " tokens_in, tokens_out, rejection_comment, question_json, result, created_at, updated_at,"
     " submit_seq"
 )
+# What reads return besides: the latest run's start and end (the app's TIME column).
+READ_COLS = (
+    COLS + ", (SELECT started_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1),"
+    " (SELECT ended_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1)"
+)
+_SEQ = 17  # submit_seq's place in the columns
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ def change_state(t: Tx, move: Move, now: float) -> tuple[TaskRecord, State] | No
     cols = {"state": move.to.value, "reason": move.reason, "updated_at": now, **move.updates}
     sets = ", ".join(f"{k} = ?" for k in cols)
     rows = t.all(
-        f"UPDATE tasks SET {sets} WHERE id = ? AND state = ? RETURNING {COLS}",
+        f"UPDATE tasks SET {sets} WHERE id = ? AND state = ? RETURNING {READ_COLS}",
         (*cols.values(), move.task_id, current.value),
     )
     if len(rows) != 1:
@@ -134,7 +140,7 @@ def update(t: Tx, task_id: str, cols: dict[str, Any], now: float) -> None:
 
 
 def get(t: Tx, task_id: str) -> TaskRecord | None:
-    rows = t.all(f"SELECT {COLS} FROM tasks WHERE id = ?", (task_id,))
+    rows = t.all(f"SELECT {READ_COLS} FROM tasks WHERE id = ?", (task_id,))
     return from_row(rows[0], deps_of(t, task_id)) if rows else None
 
 
@@ -144,14 +150,14 @@ def deps_of(t: Tx, task_id: str) -> list[str]:
 
 
 def select(t: Tx, states: Collection[State] | None) -> list[TaskRecord]:
-    sql = f"SELECT {COLS} FROM tasks"
+    sql = f"SELECT {READ_COLS} FROM tasks"
     args: list[Any] = []
     if states:
         sql += f" WHERE state IN ({','.join('?' * len(states))})"
         args += [s.value for s in states]
     rows = t.all(sql, args)
     # Sorting here beats ORDER BY, which makes SQLite sort whole rows, specs and all.
-    rows.sort(key=itemgetter(-1))
+    rows.sort(key=itemgetter(_SEQ))
     deps: dict[str, list[str]] = {}
     for tid, dep in t.all("SELECT task_id, depends_on FROM deps ORDER BY rowid"):
         deps.setdefault(tid, []).append(dep)
@@ -185,7 +191,8 @@ _STATES = {s.value: s for s in State}
 
 def from_row(row: tuple[Any, ...], deps: list[str]) -> TaskRecord:
     tid, name, spec, state, reason, approved, attempts, base, retry_at, cost, tin, tout = row[:12]
-    rej, q, res, created, updated, seq = row[12:]
+    rej, q, res, created, updated, seq = row[12:18]
+    run_started, run_ended = row[18:20] if len(row) >= 20 else (None, None)
     return TaskRecord(
         id=tid,
         name=name,
@@ -206,6 +213,8 @@ def from_row(row: tuple[Any, ...], deps: list[str]) -> TaskRecord:
         updated_at=updated,
         submit_seq=seq,
         depends_on=deps,
+        run_started_at=run_started,
+        run_ended_at=run_ended,
     )
 
 

@@ -314,18 +314,22 @@ class DagView(ScrollView, can_focus=True):
             return
         self._move(self._nearest(self._layout.children[self.selected], box))
 
-    def _sideways(self, step: int) -> None:
+    def _sideways(self, step: int) -> bool:
         box = self._current()
         if box is None:
             self._move(self._first())
-            return
+            return True
         layer = self._layout.layers[box.layer]
         index = box.index + step
         if 0 <= index < len(layer):
             self._move(layer[index])
+            return True
+        return False
 
-    def action_move_left(self) -> None:
-        self._sideways(-1)
+    async def action_move_left(self) -> None:
+        # Past the leftmost box, back to the task list (as help says `h` does).
+        if not self._sideways(-1):
+            await self.run_action("app.focus_left")
 
     def action_move_right(self) -> None:
         self._sideways(1)

@@ -145,7 +145,7 @@ class LogView(ScrollView, can_focus=True):
     """Scrollable, searchable, live output of one task, read from a ``LogSource`` in pages."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("G,end", "follow", "Follow"),
+        Binding("G,end", "follow", "Follow", key_display="G"),
         Binding("g,home", "top", "Top", show=False),
         Binding("w", "toggle_wrap", "Wrap"),
         Binding("n", "search_next", "Next match"),
@@ -157,7 +157,7 @@ class LogView(ScrollView, can_focus=True):
         Binding("ctrl+d", "half_page_down", "Half page down", show=False),
         Binding("ctrl+u", "half_page_up", "Half page up", show=False),
         Binding("l,right", "column_right", "Right", show=False),
-        Binding("h,left", "column_left", "Left", show=False),
+        Binding("h,left", "left_or_back", "Left", show=False),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -356,6 +356,13 @@ class LogView(ScrollView, can_focus=True):
 
     def action_column_left(self) -> None:
         self._user_scroll(x=self.scroll_x - 8)
+
+    async def action_left_or_back(self) -> None:
+        """Scroll left; at the left edge, back to the task list (as help says `h` does)."""
+        if self.scroll_x > 0:
+            self.action_column_left()
+        else:
+            await self.run_action("app.focus_left")
 
     # -- reactives and events ------------------------------------------------------------
 

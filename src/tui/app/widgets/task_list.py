@@ -27,14 +27,14 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.app.state_style import STATE_STYLES, style_for
+from tui.app.state_style import STATE_STYLES, STATE_WORDS, style_for
+from tui.app.widgets.task_columns import COLUMNS, PAD, SYMBOL_WIDTH, fit_columns, fit_text
 from tui.app.widgets.virtual_size import set_virtual_size
-from tui.model.states import State
+from tui.model.states import ENDED, State
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
-COLUMNS = ("state", "name", "agent", "prio", "time", "try", "cost", "tags", "note")
-PAD = 1  # blank cells either side of every column, as DataTable draws them
+OPTIONAL_EMPTY = frozenset({"time", "cost", "tags", "note"})  # hidden while no row has any
 SORTS: dict[str, Callable[[TaskRecord], Any]] = {
     "submitted": lambda r: r.submit_seq,
     "state": lambda r: (list(State).index(r.state), r.submit_seq),
@@ -46,26 +46,35 @@ SORTS: dict[str, Callable[[TaskRecord], Any]] = {
 }
 
 
+class FilterError(ValueError):
+    """A filter that names something that does not exist (say, an unknown state)."""
+
+
 @dataclass(frozen=True)
 class TaskFilter:
-    """`text state:failed tag:ci` — every part must match."""
+    """`text state:failed tag:ci` — every part must match; several states: any of them."""
 
     words: tuple[str, ...] = ()
-    states: tuple[State, ...] = ()
+    states: frozenset[State] = frozenset()
     tags: tuple[str, ...] = ()
+    query: str = ""
 
     @staticmethod
     def parse(query: str) -> TaskFilter:
-        words, states, tags = [], [], []
+        words, states, tags = [], set[State](), []
         for part in query.split():
             key, _, value = part.partition(":")
             if key in ("state", "s") and value:
-                states += [s for s in State if s.value.startswith(value.upper())]
+                found = STATE_WORDS.get(value.lower())
+                if found is None:
+                    known = ", ".join(w for w in STATE_WORDS if "_" not in w)
+                    raise FilterError(f"no state {value!r}: use one of {known}")
+                states |= found
             elif key in ("tag", "t") and value:
                 tags.append(value)
             else:
                 words.append(part.lower())
-        return TaskFilter(tuple(words), tuple(states), tuple(tags))
+        return TaskFilter(tuple(words), frozenset(states), tuple(tags), " ".join(query.split()))
 
     def __bool__(self) -> bool:
         return bool(self.words or self.states or self.tags)
@@ -82,10 +91,22 @@ class TaskFilter:
         return all(w in hay for w in self.words)
 
 
+LIVE = frozenset({State.RUNNING, State.READY, State.BLOCKED})  # a run is under way
+
+
 def _elapsed(r: TaskRecord, now: float) -> str:
-    if r.state != State.RUNNING:
+    """TIME: a live task's time since this attempt started; a finished one's run duration."""
+    start, end = r.run_started_at, r.run_ended_at
+    if start is None:
         return ""
-    secs = int(now - r.updated_at)
+    if r.state in LIVE and end is None:
+        secs = int(now - start)
+    elif r.state in ENDED and end is not None:
+        secs = int(end - start)
+    else:
+        return ""  # queued or pending again: the next attempt has not started
+    if secs >= 3600:
+        return f"{secs // 3600}h{secs % 3600 // 60:02d}m"
     return f"{secs // 60}m{secs % 60:02d}s" if secs >= 60 else f"{secs}s"
 
 
@@ -160,6 +181,7 @@ class TaskList(ScrollView, can_focus=True):
         self.records: dict[str, TaskRecord] = {}
         self.filter = TaskFilter()
         self.sort_key = "submitted"
+        self.approve_key = "p"  # named in "waiting for approval — p" (the app sets a remap)
         self._shown: list[str] = []
         self._index: dict[str, int] = {}
         self._cursor = 0
@@ -167,6 +189,8 @@ class TaskList(ScrollView, can_focus=True):
         self._widths = {c: len(c) for c in COLUMNS}
         self._widths["state"] = STATE_WIDTH
         self._widths["note"] = 0
+        self._layout: dict[str, int] = {}  # the visible columns and their widths
+        self._filled: set[str] = set()  # columns some painted row has text in
         self._styles: dict[str, Style] = {}
         self._strips: LRUCache[RowKey, Strip] = LRUCache(512)
         self._painted: dict[int, RowKey] = {}  # screen row → what it shows
@@ -204,6 +228,7 @@ class TaskList(ScrollView, can_focus=True):
         if needs_rebuild:
             self.rebuild()
         else:
+            self._update_title()
             self._refresh_changed()
 
     def rebuild(self) -> None:
@@ -218,11 +243,30 @@ class TaskList(ScrollView, can_focus=True):
         names = max((_width(r.name) for r in ordered), default=0)
         self._widths["name"] = max(len("name"), names)
         self._cursor = self._index.get(selected or "", 0)
+        self._update_title()
         self._sync_size()
         self._scroll_to_cursor()
         self._painted.clear()
         self.refresh()
         self._announce()
+
+    def _update_title(self) -> None:
+        """ "Tasks 3/8 · state:failed · by name": what is shown of how many, and why."""
+        total = len(self.records)
+        parts = [f"Tasks {len(self._shown)}/{total}" if self.filter else f"Tasks {total}"]
+        if self.filter:
+            parts.append(self.filter.query)
+        if self.sort_key != "submitted":
+            parts.append(f"by {self.sort_key}")
+        title = " · ".join(parts)
+        if title != self.border_title:
+            self.border_title = title
+
+    def empty_text(self) -> str:
+        """What the list says when it shows no row."""
+        if self.records:
+            return "no task matches — : or / changes the filter, empty clears it"
+        return "no tasks yet — o opens a task file, T runs a template"
 
     def refresh_running(self) -> None:
         """Tick the running times: repaints only rows whose text changed."""
@@ -271,8 +315,9 @@ class TaskList(ScrollView, can_focus=True):
         self.move_cursor(self._cursor - self._page())
 
     def on_click(self, event: events.Click) -> None:
-        if event.y >= 1:  # row 0 is the header
-            self.move_cursor(round(self.scroll_y) + event.y - 1)
+        offset = event.get_content_offset(self)  # inside the border
+        if offset is not None and offset.y >= 1:  # row 0 is the header
+            self.move_cursor(round(self.scroll_y) + offset.y - 1)
 
     def _announce(self) -> None:
         selected = self.selected_id
@@ -297,6 +342,7 @@ class TaskList(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self._painted.clear()
+        self._sync_size()
         self._scroll_to_cursor()
 
     def notify_style_update(self) -> None:
@@ -316,6 +362,10 @@ class TaskList(ScrollView, can_focus=True):
         row = round(self.scroll_y) + y - 1
         if not 0 <= row < len(self._shown):
             self._painted.pop(y, None)
+            if y == 1 and not self._shown:
+                muted = self._style("pending")  # the muted colour
+                text = " " + fit_text(self.empty_text(), width - 1)
+                return Strip([Segment(text, muted)])
             return Strip.blank(width, base)
         key = self._row_key(row, time.time())
         self._painted[y] = key
@@ -334,6 +384,9 @@ class TaskList(ScrollView, can_focus=True):
         for row in range(top + max(0, crop.y - 1), min(len(self._shown), top + crop.bottom)):
             cells = self._cells(self.records[self._shown[row]], now)
             for col, text in zip(COLUMNS, cells, strict=True):
+                if text and col not in self._filled:
+                    self._filled.add(col)
+                    grew = True
                 if cell_len(text) > self._widths[col]:
                     self._widths[col] = cell_len(text)
                     grew = True
@@ -361,9 +414,20 @@ class TaskList(ScrollView, can_focus=True):
             self.refresh(Region(0, y, self.size.width, 1))
 
     def _sync_size(self) -> None:
-        width = sum(self._widths[c] + 2 * PAD for c in COLUMNS)
-        size = Size(width, len(self._shown) + 1)
-        set_virtual_size(self, size)
+        """Fit the columns to the pane (never wider: no sideways scrolling)."""
+        width = self.scrollable_content_region.width
+        # Columns nobody has filled (no cost, no tags, no note yet) take no room.
+        content = {
+            c: w if c not in OPTIONAL_EMPTY or c in self._filled else 0
+            for c, w in self._widths.items()
+        }
+        layout = fit_columns(content, width, STATE_WIDTH) if width > 0 else {}
+        if layout != self._layout:
+            self._layout = layout
+            self._strips.clear()
+            self._painted.clear()
+            self.refresh()
+        set_virtual_size(self, Size(max(1, width), len(self._shown) + 1))
 
     def _header_strip(self) -> Strip:
         labels = tuple("" if c == "state" else c.upper() for c in COLUMNS)
@@ -381,9 +445,14 @@ class TaskList(ScrollView, can_focus=True):
 
     def _strip(self, cells: Iterable[str], styles: list[Style]) -> Strip:
         segments = []
+        layout = self._layout
         for col, text, style in zip(COLUMNS, cells, styles, strict=True):
-            pad = self._widths[col] - cell_len(text) + PAD
-            segments.append(Segment(" " * PAD + text + " " * pad, style))
+            width = layout.get(col)
+            if width is None:
+                continue
+            if col == "state" and width == SYMBOL_WIDTH:
+                text = text[:1]  # a narrow pane: the symbol alone
+            segments.append(Segment(" " * PAD + fit_text(text, width) + " " * PAD, style))
         return Strip(segments)
 
     def _cells(self, r: TaskRecord, now: float) -> Cells:
@@ -391,7 +460,7 @@ class TaskList(ScrollView, can_focus=True):
         st = style_for(r.state)
         task = r.task
         agent = task.agent.type + (f"/{task.agent.model}" if task.agent.model else "")
-        note = r.reason
+        note = "" if r.state == State.COMPLETED else r.reason  # not "exit code 0" on every row
         if r.state == State.PENDING:
             waiting = [
                 self.records[d].name if d in self.records else d[:8]
@@ -400,6 +469,8 @@ class TaskList(ScrollView, can_focus=True):
             ]
             if waiting:
                 note = "waiting on " + ", ".join(waiting)
+            elif not r.approved:
+                note = f"waiting for approval — {self.approve_key}"
         return (
             f"{st.symbol} {st.label}",
             r.name,

@@ -1,0 +1,75 @@
+"""Which task-list columns fit the pane, and how wide each is.
+
+The list never scrolls sideways: columns are dropped by priority as the pane narrows (tags
+first, then priority, agent, the state's label, cost, attempt, time, and the note last before
+the name), names are capped so one long name does not widen every row, and a cell that is
+still too long is cut with "…" rather than to a stray letter.
+"""
+
+from __future__ import annotations
+
+from rich.cells import cell_len, set_cell_size
+
+COLUMNS = ("state", "name", "agent", "prio", "time", "try", "cost", "tags", "note")
+PAD = 1  # blank cells either side of every column
+NAME_CAP = 28  # widest a name column grows; longer names are cut with "…"
+NAME_FIRST = 16  # the name's share before optional columns are considered
+NOTE_MIN = 10
+SYMBOL_WIDTH = 2  # a state's symbol alone (⌛ takes two cells)
+NOTE_FIRST = 40  # the note's share before the extras (state label, agent, prio, tags)
+CAPS = {"agent": 16, "prio": 6, "time": 7, "try": 5, "cost": 8, "tags": 16}
+WANTED = ("time", "try", "cost")  # after the note, in this order
+EXTRAS = ("agent", "prio", "tags")  # only with room to spare, in this order
+
+
+def fit_columns(content: dict[str, int], width: int, state_width: int) -> dict[str, int]:
+    """``content``: the widest text seen per column (headers included; 0 for a column no
+    row has filled, which is then not shown). Returns the visible columns, in display
+    order, with their widths.
+
+    The state shows its symbol alone until there is room for its label too."""
+
+    def used(cols: dict[str, int]) -> int:
+        return sum(w + 2 * PAD for w in cols.values())
+
+    def fits(extra: int) -> bool:
+        return used(chosen) + extra <= width
+
+    name_want = min(content["name"], NAME_CAP)
+    note_want = content["note"]
+    chosen = {"state": SYMBOL_WIDTH, "name": min(name_want, NAME_FIRST)}
+    if used(chosen) > width:  # very narrow: the name takes what is left
+        chosen["name"] = max(1, width - used({"state": SYMBOL_WIDTH}) - 2 * PAD)
+        return chosen
+    if note_want and fits(min(note_want, NOTE_MIN) + 2 * PAD):
+        chosen["note"] = min(note_want, NOTE_MIN)
+    for col in WANTED:
+        want = min(content[col], CAPS[col])
+        if want and fits(want + 2 * PAD):
+            chosen[col] = want
+
+    def grow(col: str, upto: int) -> None:
+        chosen[col] += max(0, min(width - used(chosen), upto - chosen[col]))
+
+    if "note" in chosen:
+        grow("note", min(note_want, NOTE_FIRST))
+    grow("name", name_want)
+    if fits(state_width - SYMBOL_WIDTH):
+        chosen["state"] = state_width
+    for col in EXTRAS:
+        want = min(content[col], CAPS[col])
+        if want and fits(want + 2 * PAD):
+            chosen[col] = want
+    if "note" in chosen:
+        grow("note", note_want)
+    return {c: chosen[c] for c in COLUMNS if c in chosen}
+
+
+def fit_text(text: str, width: int) -> str:
+    """``text`` in exactly ``width`` cells: padded, or cut with "…"."""
+    size = len(text) if text.isascii() else cell_len(text)
+    if size <= width:
+        return text + " " * (width - size)
+    if width <= 1:
+        return "…"[:width]
+    return set_cell_size(text, width - 1) + "…"
