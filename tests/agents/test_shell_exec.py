@@ -26,7 +26,7 @@ BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash is not installed")
 
 # Differ from run to run whoever starts the command.
-RUN_SPECIFIC = ("TUI_TASK_ID=", "TUI_RUN_ID=", "TUI_DB=")
+RUN_SPECIFIC = ("TUI_TASK_ID=", "TUI_RUN_ID=", "TUI_DB=", "TUI_ENGINE_ID=")
 
 
 @dataclass

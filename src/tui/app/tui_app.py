@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -17,6 +17,7 @@ from textual.command import SimpleCommand
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from tui.app import actions
@@ -81,7 +82,7 @@ class TuiApp(App[None]):
     TabbedContent { height: 1fr; }
     TabPane { padding: 0; }
     """
-    BINDINGS = actions.bindings()
+    BINDINGS = actions.bindings()  # type: ignore[assignment]  # Textual's list is invariant
 
     def __init__(
         self,
@@ -102,8 +103,10 @@ class TuiApp(App[None]):
         is up (what the command line could not do, say)."""
         super().__init__()
         given = hasattr(engine, "events")
-        self._engine_factory = None if given else engine
-        self.engine: AppEngine = engine if given else None  # type: ignore[assignment]
+        self._engine_factory: Callable[[], Awaitable[AppEngine]] | None = (
+            None if given else cast("Callable[[], Awaitable[AppEngine]]", engine)
+        )
+        self.engine: AppEngine = cast("AppEngine", engine) if given else None  # type: ignore[assignment]
         settings, config_issues = load_settings()
         self._osc: OscMode = osc if osc is not None else default_osc_mode(settings.notifications)
         self._configured_theme = settings.theme or None  # [settings] theme: a user's choice
@@ -309,7 +312,7 @@ class TuiApp(App[None]):
             tab = self._tabs.get_tab("questions-tab")
         except NoMatches:  # the app is closing: the batch timer outlived the tabs
             return
-        tab.label = f"Questions ({len(items)})" if items else "Questions"  # type: ignore[assignment]
+        tab.label = f"Questions ({len(items)})" if items else "Questions"
 
     def _update_status(self) -> None:
         records = self._list.records.values()
@@ -345,7 +348,7 @@ class TuiApp(App[None]):
         if seq and driver is not None and not self.is_headless:
             driver.write(seq)
 
-    def notify(self, message: str, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def notify(self, message: str, *args: Any, **kwargs: Any) -> None:
         if self._toasts or kwargs.get("severity") == "error":
             super().notify(message, *args, **kwargs)
 
@@ -621,7 +624,8 @@ class TuiApp(App[None]):
 
     def action_focus_right(self) -> None:
         active = self._tabs.active
-        target = {"output-tab": LogView, "dag-tab": DagView}.get(active)
+        panes: dict[str, type[Widget]] = {"output-tab": LogView, "dag-tab": DagView}
+        target = panes.get(active)
         if target is not None:
             self.query_one(target).focus()
         else:

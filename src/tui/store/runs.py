@@ -23,12 +23,10 @@ def start(t: Tx, task_id: str, engine_id: str, now: float) -> RunStart | None:
     if not row:
         return None
     attempt = row[0] + 1
+    # The task's reason is cleared (a running task has none to show); the journal says which
+    # attempt this is.
     move = tasks.Move(
-        task_id,
-        State.QUEUED,
-        State.RUNNING,
-        f"attempt {attempt}",
-        {"attempts": attempt, "retry_at": None},
+        task_id, State.QUEUED, State.RUNNING, "", {"attempts": attempt, "retry_at": None}
     )
     moved = tasks.change_state(t, move, now)
     if moved is None:
@@ -40,7 +38,7 @@ def start(t: Tx, task_id: str, engine_id: str, now: float) -> RunStart | None:
     run_id = int(cur.lastrowid or 0)
     # The journal row names the run, known only now.
     data = {"run_id": run_id, "attempt": attempt}
-    t.event(task_id, "state", moved[1], State.RUNNING, move.reason, data, now)
+    t.event(task_id, "state", moved[1], State.RUNNING, f"attempt {attempt}", data, now)
     runs = t.all(
         f"SELECT {COLS} FROM runs WHERE task_id = ? AND id != ? ORDER BY id", (task_id, run_id)
     )
