@@ -111,7 +111,8 @@ def main() -> int:
     tui = tui_argv()
 
     def daemon(action: str) -> None:
-        subprocess.run([*tui, "daemon", action, "--db", str(db)], env=env, capture_output=True)
+        args = [action, "--yes"] if action == "stop" else [action]
+        subprocess.run([*tui, "daemon", *args, "--db", str(db)], env=env, capture_output=True)
 
     cases = {
         "tui-cold": [*tui, "--db", str(db)],

@@ -115,3 +115,25 @@ def test_run_manual_approve_through_the_daemon_waits_for_approval(tui: Tui) -> N
         f"--concurrency only applies to an engine this command starts; the tui daemon (pid {pid})"
         in err
     )
+
+
+def test_stop_with_running_tasks_names_them_and_asks(tui: Tui) -> None:
+    assert tui("daemon", "start").returncode == 0
+    pid = status(tui)["pid"]
+    f = write_tasks(tui.dir / "t.yaml", [shell_task("long", "echo started; sleep 300")])
+    run = tui.popen("run", str(f))  # hands the task to the daemon, then only follows it
+    wait_until(lambda: tui.state_of("long") == "RUNNING", "long to run", proc=run)
+    run.kill()
+    run.communicate(timeout=10)
+
+    # No terminal here: a refusal that names the task, what stopping does, and --yes.
+    refused = tui("daemon", "stop")
+    assert refused.returncode == 1, str(refused)
+    assert "1 task(s) running" in refused.stderr and "long" in refused.stderr
+    assert "--yes" in refused.stderr and "run again" in refused.stderr
+    assert status(tui)["pid"] == pid and tui.state_of("long") == "RUNNING"
+
+    stopped = tui("daemon", "stop", "--yes")
+    assert stopped.returncode == 0 and f"(pid {pid}) stopped" in stopped.stdout, str(stopped)
+    assert status(tui)["running"] is False
+    assert tui.state_of("long") == "QUEUED"  # interrupted: it runs again at the next start

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import Any
 
@@ -19,7 +20,13 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
     )
     start.add_argument("--concurrency", type=int, metavar="N", help="(default: the config's, 4)")
     start.add_argument("--shell", help="shell for shell tasks (default: the config's, bash)")
-    dsub.add_parser("stop", parents=[db], help="stop it (running tasks are resumed next start)")
+    stop = dsub.add_parser(
+        "stop",
+        parents=[db],
+        help="stop it: running tasks are interrupted and run again (claude resuming its "
+        "session) when the daemon next starts; asks first when tasks are running",
+    )
+    stop.add_argument("-y", "--yes", action="store_true", help="stop without asking")
     status = dsub.add_parser("status", parents=[db], help="pid, socket, uptime, running tasks")
     status.add_argument("--json", action="store_true")
 
@@ -57,12 +64,17 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
     if args.daemon_command == "stop":
         owner = await lifecycle.attach(db)
         if owner is not None:
-            await owner.aclose()
+            try:
+                busy = [] if owner.foreground else await _running_names(owner)
+            finally:
+                await owner.aclose()
             if owner.foreground:
                 err(
                     f"no tui daemon runs {db}: a `tui run` or app (pid {owner.pid}) owns it "
                     "in the foreground; stop that one where it runs"
                 )
+                return 1
+            if busy and not args.yes and not _confirmed(owner.pid, busy):
                 return 1
         pid = await lifecycle.stop(db)
         if pid is None:
@@ -86,6 +98,31 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
         return 0
     print(_human(status))
     return 0
+
+
+async def _running_names(owner: Any) -> list[str]:
+    """The names of the tasks the daemon runs now ([] when it cannot say: stop it anyway)."""
+    try:
+        return [r["name"] for r in (await owner.status()).model_dump()["running_tasks"]]
+    except Exception:  # a daemon that cannot answer (its database gone, say) is still stopped
+        return []
+
+
+def _confirmed(pid: int, running: list[str]) -> bool:
+    names = ", ".join(running[:5]) + (" …" if len(running) > 5 else "")
+    what = (
+        f"{len(running)} task(s) running in the tui daemon (pid {pid}): {names}. Stopping "
+        "interrupts them; they run again (claude resuming its session) when the daemon next "
+        "starts."
+    )
+    if not sys.stdin.isatty():
+        err(f"{what} Pass --yes to stop it anyway.")
+        return False
+    answer = input(f"{what} Stop it? [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        print("not stopped")
+        return False
+    return True
 
 
 def _human(s: dict[str, Any]) -> str:
