@@ -7,6 +7,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import signal
 import tempfile
 import threading
@@ -127,8 +128,10 @@ def test_run_shows_a_question_and_the_command_that_answers_it(tui: Tui) -> None:
     out = Lines(run.stdout)
     out.until(r"pick\s+asks: Which database\?")
     out.until(r"1\. SQLite\s+2\. PostgreSQL")
-    command = out.until(r"answer: (tui answer \w+) ANSWER").group(1).split()
-    res = tui(*command[1:], "2")
+    # The exact command, --db included (this database is not the default one): run as printed.
+    command = shlex.split(out.until(r"answer: (tui answer .+?) ANSWER").group(1))
+    assert command[:4] == ["tui", "answer", "--db", str(tui.db)], command
+    res = tui(*command[1:], "2", db=False)
     assert res.returncode == 0, str(res)
     out.rest()
     assert run.wait(timeout=60) == 0

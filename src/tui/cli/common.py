@@ -92,6 +92,16 @@ def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
     _lines.add(line)
 
 
+# What the printed `tui answer` commands add so that they reach this database from another
+# shell (set by `tui run` when the database is not the one a plain command would find).
+_answer_db = ""
+
+
+def answer_on(db: str | None) -> None:
+    global _answer_db
+    _answer_db = f" --db {shlex.quote(str(db_path(db)))}" if db or os.environ.get("TUI_DB") else ""
+
+
 def print_question(ev: EventRecord, name: str) -> None:
     """A question a task raised (a ``question`` journal event), and the command that answers
     it: someone watching `tui run` can answer from another shell without looking it up."""
@@ -103,12 +113,18 @@ def print_question(ev: EventRecord, name: str) -> None:
     if kind == "review":
         _lines.add(f"{stamp} {name:<24} waits for review")
         task = shlex.quote(name)
-        _lines.add(f"    accept: tui accept {task}   reject: tui reject {task} --comment TEXT")
+        _lines.add(
+            f"    accept: tui accept{_answer_db} {task}   "
+            f"reject: tui reject{_answer_db} {task} --comment TEXT"
+        )
         return
     if kind == "approval":
         what = f"{payload.get('tool', 'a tool')}: {payload.get('summary', '')}".rstrip(": ")
         _lines.add(f"{stamp} {name:<24} asks to run {what}")
-        _lines.add(f"    allow: tui answer {ref}   deny: tui answer {ref} --deny MESSAGE")
+        _lines.add(
+            f"    allow: tui answer{_answer_db} {ref}   "
+            f"deny: tui answer{_answer_db} {ref} --deny MESSAGE"
+        )
         return
     items = payload.get("questions") or [{}]
     for item in items:
@@ -118,7 +134,9 @@ def print_question(ev: EventRecord, name: str) -> None:
             listed = "  ".join(f"{i}. {label}" for i, label in enumerate(options, start=1))
             _lines.add(f"    {listed}")
     answers = " ".join("ANSWER" for _ in items)
-    _lines.add(f"    answer: tui answer {ref} {answers}  (option numbers or labels, or text)")
+    _lines.add(
+        f"    answer: tui answer{_answer_db} {ref} {answers}  (option numbers or labels, or text)"
+    )
 
 
 class _LineBatch:

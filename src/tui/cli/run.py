@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from tui.cli.common import (
     DAEMON_SETTINGS,
+    answer_on,
     engine_settings,
     err,
     flush_transitions,
@@ -48,6 +49,7 @@ async def cmd_validate(args: argparse.Namespace) -> int:
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
+    answer_on(args.db)
     async with open_store(args.db) as store:
         tasks: list[Task] = []
         if args.files:
