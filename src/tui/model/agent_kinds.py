@@ -21,6 +21,9 @@ class AgentKind:
     mcp: bool = False  # the CLI can be given tui's MCP server (agent.mcp)
     configurable: bool = True  # may be the type of a config [agents.NAME] table
     version_args: tuple[str, ...] = ("--version",)  # `tui doctor`'s probe of the CLI
+    # agent.max_turns: the CLI's flag for it, or why the kind cannot take one.
+    max_turns_flag: str = ""
+    no_max_turns: str = "runs a command, not an agent that takes turns"
 
     @property
     def bin_env(self) -> str:
@@ -48,6 +51,7 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @anthropic-ai/claude-code",
             models=True,
             mcp=True,
+            max_turns_flag="--max-turns",
         ),
         AgentKind("shell", "tui.agents.shell:ShellAdapter"),
         AgentKind(
@@ -57,6 +61,8 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @google/gemini-cli",
             models=True,
             mcp=True,
+            # Only a settings-file key (model.maxSessionTurns), for every run of the user.
+            no_max_turns="has no command-line option for it (gemini --help)",
         ),
         AgentKind(
             "codex",
@@ -65,6 +71,7 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @openai/codex",
             models=True,
             mcp=True,
+            no_max_turns="has no turn limit (codex exec --help)",
         ),
         # Taskfile tasks come from the project's Taskfile, not from config agents.
         AgentKind("taskfile", "tui.agents.taskfile:TaskfileAdapter", configurable=False),
@@ -75,3 +82,20 @@ AGENT_TYPES = tuple(KINDS)
 DEFAULT_TYPE = AGENT_TYPES[0]
 CONFIG_TYPES = tuple(k.name for k in KINDS.values() if k.configurable)
 BUILTIN_AGENTS = tuple(k.name for k in KINDS.values() if k.builtin)
+MAX_TURNS = 10_000  # more is a typo
+
+
+def check_max_turns(value: int, agent_type: str) -> int:
+    """``agent.max_turns`` for an agent of ``agent_type``; ValueError saying why not."""
+    if not value:
+        return value
+    kind = KINDS.get(agent_type)
+    if kind is not None and not kind.max_turns_flag:
+        takes = ", ".join(k.name for k in KINDS.values() if k.max_turns_flag)
+        raise ValueError(
+            f"agent.max_turns does not apply to {agent_type} tasks: {agent_type} "
+            f"{kind.no_max_turns}; only {takes} takes it"
+        )
+    if value > MAX_TURNS:
+        raise ValueError(f"agent.max_turns must be <= {MAX_TURNS}; got {value}")
+    return value

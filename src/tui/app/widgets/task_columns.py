@@ -17,7 +17,7 @@ NAME_FIRST = 16  # the name's share before optional columns are considered
 NOTE_MIN = 10
 SYMBOL_WIDTH = 2  # a state's symbol alone (⌛ takes two cells)
 NOTE_FIRST = 40  # the note's share before the extras (state label, agent, prio, tags)
-CAPS = {"agent": 16, "prio": 6, "time": 7, "try": 5, "cost": 8, "tags": 16}
+CAPS = {"agent": 16, "prio": 8, "time": 7, "try": 5, "cost": 8, "tags": 16}
 WANTED = ("time", "try", "cost")  # after the note, in this order
 EXTRAS = ("agent", "prio", "tags")  # only with room to spare, in this order
 

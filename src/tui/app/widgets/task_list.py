@@ -31,6 +31,7 @@ from tui.app.state_style import STATE_STYLES, STATE_WORDS, style_for
 from tui.app.widgets.task_columns import COLUMNS, PAD, SYMBOL_WIDTH, fit_columns, fit_text
 from tui.app.widgets.virtual_size import set_virtual_size
 from tui.model.states import ENDED, State
+from tui.model.task import Priority, priority_rank
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
@@ -39,10 +40,7 @@ SORTS: dict[str, Callable[[TaskRecord], Any]] = {
     "submitted": lambda r: r.submit_seq,
     "state": lambda r: (list(State).index(r.state), r.submit_seq),
     "name": lambda r: (r.name.lower(), r.submit_seq),
-    "priority": lambda r: (
-        {"high": 0, "": 1, "normal": 1, "low": 2}[r.spec_fields("priority")[0] or ""],
-        r.submit_seq,
-    ),
+    "priority": lambda r: (priority_rank(r.spec_fields("priority")[0] or ""), r.submit_seq),
 }
 
 
@@ -52,16 +50,18 @@ class FilterError(ValueError):
 
 @dataclass(frozen=True)
 class TaskFilter:
-    """`text state:failed tag:ci` — every part must match; several states: any of them."""
+    """`text state:failed tag:ci priority:critical` — every part must match; several states
+    (or priorities): any of them."""
 
     words: tuple[str, ...] = ()
     states: frozenset[State] = frozenset()
     tags: tuple[str, ...] = ()
     query: str = ""
+    priorities: frozenset[str] = frozenset()  # "" stands for normal (unset)
 
     @staticmethod
     def parse(query: str) -> TaskFilter:
-        words, states, tags = [], set[State](), []
+        words, states, tags, priorities = [], set[State](), [], set[str]()
         for part in query.split():
             key, _, value = part.partition(":")
             if key in ("state", "s") and value:
@@ -72,19 +72,29 @@ class TaskFilter:
                 states |= found
             elif key in ("tag", "t") and value:
                 tags.append(value)
+            elif key in ("priority", "p") and value:
+                named = [p.value for p in Priority if p.value]
+                if value.lower() not in named:
+                    raise FilterError(f"no priority {value!r}: use one of {', '.join(named)}")
+                priorities.add("" if value.lower() == "normal" else value.lower())
             else:
                 words.append(part.lower())
-        return TaskFilter(tuple(words), frozenset(states), tuple(tags), " ".join(query.split()))
+        query = " ".join(query.split())
+        return TaskFilter(
+            tuple(words), frozenset(states), tuple(tags), query, frozenset(priorities)
+        )
 
     def __bool__(self) -> bool:
-        return bool(self.words or self.states or self.tags)
+        return bool(self.words or self.states or self.tags or self.priorities)
 
     def matches(self, r: TaskRecord) -> bool:
         if self.states and r.state not in self.states:
             return False
-        if not self.tags and not self.words:
+        if not self.tags and not self.words and not self.priorities:
             return True  # no need to read the task's spec
-        tags, description = r.spec_fields("tags", "description")
+        tags, description, priority = r.spec_fields("tags", "description", "priority")
+        if self.priorities and (priority or "").replace("normal", "") not in self.priorities:
+            return False
         if self.tags and not all(t in (tags or ()) for t in self.tags):
             return False
         hay = f"{r.name} {r.id} {description or ''}".lower()
