@@ -44,8 +44,8 @@ from tui.engine.recovery import end_orphaned_runs
 from tui.engine.retry import retry_delay
 from tui.engine.runner import Executor, LocalExecutor, Run, ended_as
 from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
+from tui.engine.validation import check_result, validator_cwd, validator_env
 from tui.model.duration import format_duration
-from tui.model.output_format import OutputFormatError, parse_output
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import Task, priority_rank
 from tui.procs.process import Child, ProcIdentity, identity_alive, proc_start_time
@@ -557,7 +557,7 @@ class Engine(Questions):
         rec = self._tasks[task_id]
         outcome, error = ended_as(run, rec, result)
         if outcome == State.COMPLETED and rec.task.output_format is not None:
-            outcome, error = await self._check_output(task_id, result)
+            outcome, error = await self._check_output(run, result)
         if run.open_questions:
             await self._close_run_questions(run, "cancelled")
         if self._tasks[task_id].state == State.READY and outcome != State.CANCELLED:
@@ -630,18 +630,27 @@ class Engine(Questions):
                 self._disk_kills.add(kill)
                 kill.add_done_callback(self._disk_kills.discard)
 
-    async def _check_output(self, task_id: str, result: RunResult) -> tuple[State, str]:
-        """COMPLETED with the parsed result stored, or FAILED saying why (retry applies)."""
+    async def _check_output(self, run: Run, result: RunResult) -> tuple[State, str]:
+        """COMPLETED with the checked result stored (and a kept parse error as its reason),
+        or FAILED saying why (retry applies). See engine/validation.py."""
+        task_id = run.task_id
         rec = self._tasks[task_id]
         assert rec.task.output_format is not None
-        try:
-            value = parse_output(rec.task.output_format, result.result)
-        except OutputFormatError as e:
-            return State.FAILED, f"output_format: {e}"
-        new = await self.store.update_task_record(task_id, rec, result=json.dumps(value))
+        env = validator_env(rec, run.run_id, run.attempt, self.id, self.db_path)
+        checked = await check_result(
+            rec.task.output_format, result.result, cwd=validator_cwd(rec.task), env=env
+        )
+        if checked.lines:
+            await self.output.add(run, STDERR, [f"[validate] {ln}" for ln in checked.lines])
+        if checked.error:
+            return State.FAILED, checked.error
+        if checked.note:
+            await self.output.add(run, STDERR, [f"[tui] {checked.note}"])
+            await self.store.add_event(task_id, "note", {"note": checked.note})
+        new = await self.store.update_task_record(task_id, rec, result=json.dumps(checked.value))
         if new is not None:
             self._took(new)
-        return State.COMPLETED, ""
+        return State.COMPLETED, checked.note
 
     # -- what a run asks of its engine (runner.RunHost) --------------------------------------
 

@@ -40,7 +40,13 @@ FIXES: dict[str, str] = {
     "vars": "write a mapping of variable name to value",
     "output_format": "write {type: json, schema: object} or {type: text}",
     "output_format.type": "use json or text",
-    "output_format.schema": "use object, array, string[], number or boolean (needs type: json)",
+    "output_format.schema": (
+        "use object, array, [], string[], number or boolean, or a JSON Schema mapping "
+        "(needs type: json)"
+    ),
+    "output_format.validate": "write the command as a list, e.g. [python3, check.py]",
+    "output_format.validate_timeout": 'write a Go duration such as "30s" (at most 1h)',
+    "output_format.on_parse_error": "use fail or keep (keep needs type: json)",
 }
 
 _CONTAINERS: dict[tuple[str, ...], type[BaseModel]] = {
