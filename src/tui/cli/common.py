@@ -181,3 +181,11 @@ flush_transitions = _lines.flush
 def err(message: str) -> None:
     _lines.flush()  # what happened before the message is printed before it
     print(f"tui: {message}", file=sys.stderr)
+
+
+def system_parts() -> dict[str, str]:
+    """config's named system prompt parts, for the task loader (imported only when a task
+    names one: reading the config costs start-up time every other command would pay)."""
+    from tui.config.system_parts import named_parts
+
+    return named_parts()

@@ -19,6 +19,7 @@ from tui.cli.common import (
     open_store,
     print_question,
     print_transition,
+    system_parts,
 )
 from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, serving
@@ -42,7 +43,8 @@ def _print_warnings(warnings: list[Issue]) -> None:
 
 
 async def cmd_validate(args: argparse.Namespace) -> int:
-    result = load_task_files(args.files)  # raises TaskFileError with every problem
+    # raises TaskFileError with every problem
+    result = load_task_files(args.files, parts=system_parts)
     _print_warnings(result.warnings)
     print(f"ok: {len(result.tasks)} task(s) valid")
     return 0
@@ -54,7 +56,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         tasks: list[Task] = []
         if args.files:
             known = await store.all_ids()
-            result = load_task_files(args.files, known_ids=known)
+            result = load_task_files(args.files, known_ids=known, parts=system_parts)
             _print_warnings(result.warnings)
             tasks = result.tasks
             # Refuse before an engine starts: starting one would already run (and, on the

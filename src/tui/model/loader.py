@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,8 @@ from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
 from tui.model.issues import Issue, TaskFileError
 from tui.model.limits import MAX_ID_CHARS, UnreadableInput, read_bounded
+from tui.model.suggest import did_you_mean
+from tui.model.system_parts import resolve_parts, takes_system
 from tui.model.task import RUNTIME_FIELDS, Task
 from tui.model.variables import Variable, fill, resolve, unknown_uses
 from tui.model.yaml_source import Path as KeyPath
@@ -30,16 +32,40 @@ class LoadResult:
     warnings: list[Issue]
 
 
-def load_task_files(paths: Sequence[str | Path], known_ids: Collection[str] = ()) -> LoadResult:
+# The named system prompt parts (config's [contexts.NAME]), read only when a task names one;
+# it raises an exception whose text says what is wrong with the config.
+PartSource = Callable[[], Mapping[str, str]]
+
+
+class _Parts:
+    def __init__(self, source: PartSource | None) -> None:
+        self._source = source
+        self._parts: Mapping[str, str] | None = None
+        self.error = ""
+
+    def get(self) -> Mapping[str, str]:
+        if self._parts is None:
+            try:
+                self._parts = self._source() if self._source else {}
+            except Exception as e:  # the config's own error, reported with the task's field
+                self.error, self._parts = str(e) or type(e).__name__, {}
+        return self._parts
+
+
+def load_task_files(
+    paths: Sequence[str | Path], known_ids: Collection[str] = (), parts: PartSource | None = None
+) -> LoadResult:
     """Tasks from files and directories; raises ``TaskFileError`` listing every error.
 
-    ``known_ids`` are ids already in the database, valid targets for depends_on.
+    ``known_ids`` are ids already in the database, valid targets for depends_on; ``parts``
+    gives the named system prompt parts a task's ``system:`` may use.
     """
     if isinstance(paths, str | Path):  # a lone path, not a sequence of characters
         paths = [paths]
     issues: list[Issue] = []
     warnings: list[Issue] = []
     entries: list[TaskEntry] = []
+    named = _Parts(parts)
     files = _expand(paths, issues)
     for path in files:
         try:
@@ -54,15 +80,17 @@ def load_task_files(paths: Sequence[str | Path], known_ids: Collection[str] = ()
                 Issue(str(path), None, "", f"cannot read file: {reason}", "check its permissions")
             )
         else:
-            entries += _read_file(text, str(path), issues, warnings)
+            entries += _read_file(text, str(path), issues, warnings, named)
     return _finish(entries, known_ids, issues, warnings, [str(p) for p in files])
 
 
-def load_task_text(text: str, filename: str, known_ids: Collection[str] = ()) -> LoadResult:
+def load_task_text(
+    text: str, filename: str, known_ids: Collection[str] = (), parts: PartSource | None = None
+) -> LoadResult:
     """Like ``load_task_files`` for text already in memory; ``filename`` labels the issues."""
     issues: list[Issue] = []
     warnings: list[Issue] = []
-    entries = _read_file(text, filename, issues, warnings)
+    entries = _read_file(text, filename, issues, warnings, _Parts(parts))
     return _finish(entries, known_ids, issues, warnings, [filename])
 
 
@@ -96,7 +124,7 @@ def _expand(paths: Sequence[str | Path], issues: list[Issue]) -> list[Path]:
 
 
 def _read_file(
-    text: str, filename: str, issues: list[Issue], warnings: list[Issue]
+    text: str, filename: str, issues: list[Issue], warnings: list[Issue], parts: _Parts
 ) -> list[TaskEntry]:
     try:
         parsed = parse_yaml(text)
@@ -139,8 +167,8 @@ def _read_file(
         issues.append(Issue(filename, 1, "", message, _SHAPE_FIX))
         return []
     if "tasks" not in data:
-        return [_read_task(data, (), filename, lines, issues, warnings)]
-    return _read_batch(data, filename, lines, issues, warnings)
+        return [_read_task(data, (), filename, lines, issues, warnings, parts)]
+    return _read_batch(data, filename, lines, issues, warnings, parts)
 
 
 def _read_batch(
@@ -149,6 +177,7 @@ def _read_batch(
     lines: dict[KeyPath, int],
     issues: list[Issue],
     warnings: list[Issue],
+    parts: _Parts,
 ) -> list[TaskEntry]:
     shared = _file_variables(data, filename, lines, issues)
     for key in data:
@@ -172,7 +201,7 @@ def _read_batch(
     for index, item in enumerate(tasks):
         path: KeyPath = ("tasks", index)
         if isinstance(item, dict):
-            entries.append(_read_task(item, path, filename, lines, issues, warnings, shared))
+            entries.append(_read_task(item, path, filename, lines, issues, warnings, parts, shared))
         else:
             issues.append(
                 Issue(
@@ -208,6 +237,7 @@ def _read_task(
     lines: dict[KeyPath, int],
     issues: list[Issue],
     warnings: list[Issue],
+    parts: _Parts,
     shared: FileVariables = ([], {}),
 ) -> TaskEntry:
     entry = TaskEntry(filename, path, lines)
@@ -252,6 +282,7 @@ def _read_task(
     problems += _check_ids(entry, data)
     if entry.task is not None:
         problems += _apply_variables(entry, shared)
+        problems += _system_parts(entry, parts)
     if problems:
         entry.task = None
         issues += problems
@@ -317,6 +348,48 @@ def _apply_variables(entry: TaskEntry, shared: FileVariables) -> list[Issue]:
             fix = f"declare it under `variables:` (- name: {name}), or write it differently"
             problems.append(entry.issue(("agent", key), f"unknown variable {{{{{name}}}}}", fix))
         setattr(agent, key, fill(getattr(agent, key), values))
+    for index, part in enumerate(task.system):
+        for name in unknown_uses(part, declared):
+            fix = f"declare it under `variables:` (- name: {name}), or write it differently"
+            problems.append(entry.issue(("system", index), f"unknown variable {{{{{name}}}}}", fix))
+    task.system = [fill(part, values) for part in task.system]
+    # The task carries its file's variables too: its <current_task_context> shows them all.
+    own = {v.name for v in task.variables}
+    task.variables = [*(v for v in shared[0] if v.name not in own), *task.variables]
+    task.vars = {**shared[1], **task.vars}
+    return problems
+
+
+_PARTS_FIX = (
+    "define it in config.toml as [contexts.{name}] with prompt = or file =, or write the "
+    "text itself (more than one word)"
+)
+
+
+def _system_parts(entry: TaskEntry, parts: _Parts) -> list[Issue]:
+    """``system:`` only where there is a system prompt; its names replaced by their text."""
+    task = entry.task
+    assert task is not None
+    if not task.system:
+        return []
+    if not takes_system(task.agent.type):
+        message = f"system does not apply to {task.agent.type} tasks: they have no system prompt"
+        fix = "remove it, or give the task an agent CLI (agent.type: claude, gemini or codex)"
+        return [entry.issue(("system",), message, fix)]
+    original = list(task.system)
+    if not resolve_parts(original, {})[1]:
+        return []  # only text: the config is not read
+    found = parts.get()
+    task.system, unknown = resolve_parts(original, found)
+    if unknown and parts.error:
+        message = f"system part '{unknown[0]}' cannot be looked up: {parts.error}"
+        return [entry.issue(("system",), message, "fix the config file it names")]
+    problems = []
+    for index, item in enumerate(original):
+        if item in unknown:
+            guess = did_you_mean(item, list(found))
+            fix = f"did you mean `{guess[0]}`?" if guess else _PARTS_FIX.format(name=item)
+            problems.append(entry.issue(("system", index), f"unknown system part '{item}'", fix))
     return problems
 
 

@@ -201,6 +201,14 @@ class Task(_Model):
     # agent.instructions and agent.system_prompt_append, filled in by the loader.
     variables: list[Variable] = Field(default_factory=list)
     vars: dict[str, str | float | bool] = Field(default_factory=dict)
+    # Parts of the agent's system prompt besides agent.system_prompt_append: text, or names
+    # of config [contexts.NAME] that the loader replaces by their text (model/system_parts.py).
+    system: list[str] = Field(default_factory=list)
+
+    @field_validator("system", mode="before")
+    @classmethod
+    def _one_part(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
 
     @field_validator("id")
     @classmethod
