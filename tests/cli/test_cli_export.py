@@ -159,3 +159,39 @@ def test_export_usage_and_unknown_run(tui: Tui) -> None:
     assert res.returncode == 1 and "nope" in res.stderr, str(res)
     assert_no_traceback(res)
     assert not (tui.dir / "o.jsonl").exists()
+
+
+def test_a_run_exported_mid_flight_carries_on_in_the_other_database(tui: Tui) -> None:
+    """Checkpoint/restore: an engine killed mid-task, its database exported and imported
+    elsewhere; `tui run` there ends the open run as interrupted and runs the task again."""
+    import os
+    import signal
+
+    from cli_support import marker_processes, wait_until
+
+    marker = tui.marker()
+    script = (
+        f"# {marker}\necho attempt $TUI_ATTEMPT\n"
+        'if [ "$TUI_ATTEMPT" = 1 ]; then sleep 300; fi\necho finished'
+    )
+    f = write_tasks(tui.dir / "m.yaml", [shell_task("long", script)])
+    run = tui.popen("run", str(f))
+    wait_until(
+        lambda: any(ln.text == "attempt 1" for ln in tui.output()), "its first line", proc=run
+    )
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=30)
+    for pid in marker_processes(marker):  # the dead engine's task, as a reboot would
+        os.kill(pid, signal.SIGKILL)
+
+    path = tui.dir / "checkpoint.jsonl"
+    assert tui("export", "long", str(path)).returncode == 0
+    b = other_db(tui, "b.db")
+    assert tui("import", str(path), *b, db=False).returncode == 0
+    assert ls(tui, *b)["long"]["state"] == "RUNNING"
+    res = tui("run", *b, db=False, timeout=120)
+    assert res.returncode == 0, str(res)
+    long = ls(tui, *b)["long"]
+    assert long["state"] == "COMPLETED" and long["attempts"] == 2, long
+    logs = tui("logs", "long", *b, db=False).stdout
+    assert "attempt 1" in logs and "attempt 2" in logs and "finished" in logs
