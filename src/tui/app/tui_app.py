@@ -696,7 +696,12 @@ class TuiApp(App[None]):
             return
         try:
             known = {r.id for r in await self.engine.list_tasks()}
-            result = load_task_files([Path(path).expanduser()], known_ids=known, parts=named_parts)
+            result = load_task_files(
+                [Path(path).expanduser()],
+                known_ids=known,
+                parts=named_parts,
+                classify=lambda: list(load_settings()[0].classify),
+            )
             await self.engine.submit(result.tasks)
         except TaskFileError as e:
             self._notify_issues(e.issues, path)

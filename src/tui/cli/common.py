@@ -20,6 +20,7 @@ from tui.store.records import EventRecord
 
 if TYPE_CHECKING:
     from tui.config.schema import Settings
+    from tui.model.classify import ClassifyRule
 
 
 def db_path(db: str | None) -> Path:
@@ -189,3 +190,11 @@ def system_parts() -> dict[str, str]:
     from tui.config.system_parts import named_parts
 
     return named_parts()
+
+
+def classify_rules() -> list[ClassifyRule]:
+    """[settings] classify, for the task loader (a broken config: none; `tui config
+    validate` says why)."""
+    from tui.config.load import load_settings
+
+    return list(load_settings()[0].classify)

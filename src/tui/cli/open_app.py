@@ -10,6 +10,7 @@ import sys
 
 from tui.cli.common import (
     DAEMON_SETTINGS,
+    classify_rules,
     db_path,
     engine_settings,
     err,
@@ -89,7 +90,9 @@ async def _open_here(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, known: set[str]) -> list[Task]:
     if not args.files:
         return []
-    result = load_task_files(args.files, known_ids=known, parts=system_parts)
+    result = load_task_files(
+        args.files, known_ids=known, parts=system_parts, classify=classify_rules
+    )
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return result.tasks

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from tui.cli.common import (
     DAEMON_SETTINGS,
     answer_on,
+    classify_rules,
     engine_settings,
     err,
     flush_transitions,
@@ -44,7 +45,7 @@ def _print_warnings(warnings: list[Issue]) -> None:
 
 async def cmd_validate(args: argparse.Namespace) -> int:
     # raises TaskFileError with every problem
-    result = load_task_files(args.files, parts=system_parts)
+    result = load_task_files(args.files, parts=system_parts, classify=classify_rules)
     _print_warnings(result.warnings)
     print(f"ok: {len(result.tasks)} task(s) valid")
     return 0
@@ -56,7 +57,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
         tasks: list[Task] = []
         if args.files:
             known = await store.all_ids()
-            result = load_task_files(args.files, known_ids=known, parts=system_parts)
+            result = load_task_files(
+                args.files, known_ids=known, parts=system_parts, classify=classify_rules
+            )
             _print_warnings(result.warnings)
             tasks = result.tasks
             # Refuse before an engine starts: starting one would already run (and, on the

@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from tui.model.classify import ClassifyRule, apply_rule
+from tui.model.classify import classify as pick
 from tui.model.dependencies import find_cycles, resolve_dependencies
 from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
@@ -32,16 +34,19 @@ class LoadResult:
     warnings: list[Issue]
 
 
-# The named system prompt parts (config's [contexts.NAME]), read only when a task names one;
-# it raises an exception whose text says what is wrong with the config.
-PartSource = Callable[[], Mapping[str, str]]
+# What task files may take from config, read only when a task needs it; a source raises an
+# exception whose text says what is wrong with the config.
+PartSource = Callable[[], Mapping[str, str]]  # named system prompt parts ([contexts.NAME])
+RuleSource = Callable[[], list[ClassifyRule]]  # [settings] classify
 
 
-class _Parts:
-    def __init__(self, source: PartSource | None) -> None:
-        self._source = source
+class _FromConfig:
+    def __init__(self, parts: PartSource | None, rules: RuleSource | None = None) -> None:
+        self._source = parts
         self._parts: Mapping[str, str] | None = None
         self.error = ""
+        self._rule_source = rules
+        self._rules: list[ClassifyRule] | None = None
 
     def get(self) -> Mapping[str, str]:
         if self._parts is None:
@@ -51,21 +56,34 @@ class _Parts:
                 self.error, self._parts = str(e) or type(e).__name__, {}
         return self._parts
 
+    def rules(self) -> list[ClassifyRule]:
+        if self._rules is None:
+            # A broken config is `tui config validate`'s to report: no rules then.
+            try:
+                self._rules = self._rule_source() if self._rule_source else []
+            except Exception:
+                self._rules = []
+        return self._rules
+
 
 def load_task_files(
-    paths: Sequence[str | Path], known_ids: Collection[str] = (), parts: PartSource | None = None
+    paths: Sequence[str | Path],
+    known_ids: Collection[str] = (),
+    parts: PartSource | None = None,
+    classify: RuleSource | None = None,
 ) -> LoadResult:
     """Tasks from files and directories; raises ``TaskFileError`` listing every error.
 
     ``known_ids`` are ids already in the database, valid targets for depends_on; ``parts``
-    gives the named system prompt parts a task's ``system:`` may use.
+    gives the named system prompt parts a task's ``system:`` may use, ``classify`` the rules
+    that choose the agent of a task that leaves ``agent.type`` out (tui.model.classify).
     """
     if isinstance(paths, str | Path):  # a lone path, not a sequence of characters
         paths = [paths]
     issues: list[Issue] = []
     warnings: list[Issue] = []
     entries: list[TaskEntry] = []
-    named = _Parts(parts)
+    named = _FromConfig(parts, classify)
     files = _expand(paths, issues)
     for path in files:
         try:
@@ -85,12 +103,16 @@ def load_task_files(
 
 
 def load_task_text(
-    text: str, filename: str, known_ids: Collection[str] = (), parts: PartSource | None = None
+    text: str,
+    filename: str,
+    known_ids: Collection[str] = (),
+    parts: PartSource | None = None,
+    classify: RuleSource | None = None,
 ) -> LoadResult:
     """Like ``load_task_files`` for text already in memory; ``filename`` labels the issues."""
     issues: list[Issue] = []
     warnings: list[Issue] = []
-    entries = _read_file(text, filename, issues, warnings, _Parts(parts))
+    entries = _read_file(text, filename, issues, warnings, _FromConfig(parts, classify))
     return _finish(entries, known_ids, issues, warnings, [filename])
 
 
@@ -124,7 +146,7 @@ def _expand(paths: Sequence[str | Path], issues: list[Issue]) -> list[Path]:
 
 
 def _read_file(
-    text: str, filename: str, issues: list[Issue], warnings: list[Issue], parts: _Parts
+    text: str, filename: str, issues: list[Issue], warnings: list[Issue], parts: _FromConfig
 ) -> list[TaskEntry]:
     try:
         parsed = parse_yaml(text)
@@ -177,7 +199,7 @@ def _read_batch(
     lines: dict[KeyPath, int],
     issues: list[Issue],
     warnings: list[Issue],
-    parts: _Parts,
+    parts: _FromConfig,
 ) -> list[TaskEntry]:
     shared = _file_variables(data, filename, lines, issues)
     for key in data:
@@ -237,7 +259,7 @@ def _read_task(
     lines: dict[KeyPath, int],
     issues: list[Issue],
     warnings: list[Issue],
-    parts: _Parts,
+    parts: _FromConfig,
     shared: FileVariables = ([], {}),
 ) -> TaskEntry:
     entry = TaskEntry(filename, path, lines)
@@ -251,6 +273,9 @@ def _read_task(
         entry.raw_depends = deps
 
     data = _without_nulls(raw)
+    agent = data.get("agent")
+    if isinstance(agent, dict) and "type" not in agent and (rule := pick(data, parts.rules())):
+        data = apply_rule(data, rule)
     for key in RUNTIME_FIELDS:
         if key in data:
             del data[key]
@@ -366,7 +391,7 @@ _PARTS_FIX = (
 )
 
 
-def _system_parts(entry: TaskEntry, parts: _Parts) -> list[Issue]:
+def _system_parts(entry: TaskEntry, parts: _FromConfig) -> list[Issue]:
     """``system:`` only where there is a system prompt; its names replaced by their text."""
     task = entry.task
     assert task is not None
