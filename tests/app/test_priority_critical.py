@@ -48,3 +48,22 @@ async def test_critical_is_shown_sorted_first_and_filtered(store: Store) -> None
             assert "Tasks 1/4 · p:normal" in screen_text(app)
     finally:
         await engine.stop()
+
+
+async def test_a_result_kept_unparsed_shows_its_note(store: Store) -> None:
+    kept = shell_task(
+        "kept", "echo plain words", output_format={"type": "json", "on_parse_error": "keep"}
+    )
+    plain = shell_task("plain", "echo fine")
+    async with Engine(store) as engine:
+        await engine.submit([kept, plain])
+        await engine.wait_settled([kept.id, plain.id])
+        app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.query_one(TaskList)
+            await until(pilot, lambda: table.row_count == 2, "the tasks")
+            rows = visible_text(table).splitlines()
+            kept_row = next(ln for ln in rows if " kept " in ln)
+            plain_row = next(ln for ln in rows if " plain " in ln)
+            assert "output_format: result is not JSON" in kept_row, kept_row
+            assert "exit code" not in plain_row  # a plain completion still has no note

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from tui.engine.runner import ENV_ENGINE_ID, ENV_RUN_ID
 from tui.model.duration import format_duration
-from tui.model.output_format import OutputFormat, OutputFormatError, parse_result
+from tui.model.output_format import KEPT, OutputFormat, OutputFormatError, parse_result
 from tui.model.task import Task
 from tui.procs.lines import LineSplitter
 from tui.procs.process import PipeReader, spawn, terminate_group
@@ -69,7 +69,7 @@ async def check_result(
         return Checked(error=f"output_format: {e}")
     out = Checked(value=parsed.value)
     if parsed.kept_error:
-        out.note = f"output_format: {parsed.kept_error}; kept the raw text (on_parse_error: keep)"
+        out.note = f"output_format: {parsed.kept_error}; {KEPT}"
     if fmt.validate_:
         # What the command reads: the JSON value, or the text as it is (a kept raw text too).
         data = parsed.value if isinstance(parsed.value, str) else json.dumps(parsed.value)

@@ -31,6 +31,7 @@ SCHEMAS = ("object", "array", "[]", "string[]", "number", "boolean")
 ON_PARSE_ERROR = ("fail", "keep")
 VALIDATE_TIMEOUT = 60.0  # seconds a `validate` command may take, unless the task says
 MAX_VALIDATE_TIMEOUT = 3600.0
+KEPT = "kept the raw text (on_parse_error: keep)"  # ends a completed task's note
 # Agents often wrap JSON in a Markdown fence; the last fenced block is the answer.
 _FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```", re.DOTALL)
 

@@ -30,6 +30,7 @@ from textual.strip import Strip
 from tui.app.state_style import STATE_STYLES, STATE_WORDS, style_for
 from tui.app.widgets.task_columns import COLUMNS, PAD, SYMBOL_WIDTH, fit_columns, fit_text
 from tui.app.widgets.virtual_size import set_virtual_size
+from tui.model.output_format import KEPT
 from tui.model.states import ENDED, State
 from tui.model.task import Priority, priority_rank
 from tui.store.records import TaskRecord
@@ -470,7 +471,8 @@ class TaskList(ScrollView, can_focus=True):
         st = style_for(r.state)
         task = r.task
         agent = task.agent.type + (f"/{task.agent.model}" if task.agent.model else "")
-        note = "" if r.state == State.COMPLETED else r.reason  # not "exit code 0" on every row
+        # Not "exit code 0" on every row; a result kept unparsed is worth a note, though.
+        note = "" if r.state == State.COMPLETED and not r.reason.endswith(KEPT) else r.reason
         if r.state == State.PENDING:
             waiting = [
                 self.records[d].name if d in self.records else d[:8]
