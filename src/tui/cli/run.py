@@ -30,7 +30,7 @@ from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.engine.scheduler import Engine, live_engine_pid
 from tui.model.issues import Issue
 from tui.model.loader import load_task_files
-from tui.model.states import ENDED, State
+from tui.model.states import ENDED, SATISFIED, State
 from tui.model.task import Task
 from tui.store.db import Store
 from tui.store.records import EventRecord, TaskRecord
@@ -191,7 +191,7 @@ def _summary(records: Sequence[TaskRecord | None]) -> int:
     print(
         "done: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())), file=sys.stderr
     )
-    ok = all(r is not None and r.state == State.COMPLETED for r in records)
+    ok = all(r is not None and r.state in SATISFIED for r in records)
     return 0 if ok else 1
 
 

@@ -17,6 +17,8 @@ from tui.model.issues import Issue, TaskFileError
 from tui.model.limits import MAX_ID_CHARS, UnreadableInput, read_bounded
 from tui.model.task import RUNTIME_FIELDS, Task
 from tui.model.variables import Variable, fill, resolve, unknown_uses
+from tui.model.workflow import FileDefaults
+from tui.model.workflow_check import DEFAULT_KEYS, file_defaults, workflow_issues
 from tui.model.yaml_source import Path as KeyPath
 from tui.model.yaml_source import YamlSyntaxError, line_of, parse_yaml
 
@@ -151,9 +153,13 @@ def _read_batch(
     warnings: list[Issue],
 ) -> list[TaskEntry]:
     shared = _file_variables(data, filename, lines, issues)
+    defaults = file_defaults(data, filename, lines, issues)
     for key in data:
-        if key not in ("tasks", *FILE_VARIABLE_KEYS):
-            hint = "a batch file holds only `tasks:` (and shared `variables:`, `vars:`); move it"
+        if key not in ("tasks", *FILE_VARIABLE_KEYS, *DEFAULT_KEYS):
+            hint = (
+                "a batch file holds only `tasks:` (and shared `variables:`, `vars:`, "
+                "`on_error:`, `on_max_retries:`, `hooks:`); move it"
+            )
             issues.append(
                 Issue(filename, lines.get((key,)), key, f"unknown top-level key '{key}'", hint)
             )
@@ -172,7 +178,9 @@ def _read_batch(
     for index, item in enumerate(tasks):
         path: KeyPath = ("tasks", index)
         if isinstance(item, dict):
-            entries.append(_read_task(item, path, filename, lines, issues, warnings, shared))
+            entries.append(
+                _read_task(item, path, filename, lines, issues, warnings, shared, defaults)
+            )
         else:
             issues.append(
                 Issue(
@@ -209,6 +217,7 @@ def _read_task(
     issues: list[Issue],
     warnings: list[Issue],
     shared: FileVariables = ([], {}),
+    defaults: FileDefaults | None = None,
 ) -> TaskEntry:
     entry = TaskEntry(filename, path, lines)
     if isinstance(raw.get("id"), str):
@@ -252,6 +261,8 @@ def _read_task(
     problems += _check_ids(entry, data)
     if entry.task is not None:
         problems += _apply_variables(entry, shared)
+        if defaults is not None:
+            defaults.apply(entry.task)
     if problems:
         entry.task = None
         issues += problems
@@ -353,6 +364,11 @@ def _finish(
 
     issues += resolve_dependencies(entries, known_ids)
     issues += find_cycles(entries)
+    for entry in entries:
+        if entry.task is not None:
+            found, warned = workflow_issues(entry)
+            issues += found
+            warnings += warned
     if issues:
         rank = {name: i for i, name in enumerate(file_order)}
         issues.sort(key=lambda i: (rank.get(i.file, len(rank)), i.line or 0))

@@ -1,0 +1,138 @@
+"""Workflows through the real `tui` command: the sample workflow end to end, results in
+`tui ls --json`, and a kill -9 of the engine in the middle of a workflow."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from cli_support import Tui, marker_processes, wait_until
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_tasks" / "workflow.yaml"
+
+
+def test_the_sample_workflow_runs_end_to_end(
+    tui: Tui, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook_log = tmp_path / "hooks.jsonl"
+    monkeypatch.setenv("TUI_HOOK_LOG", str(hook_log))
+    res = tui("run", str(SAMPLE), timeout=120)
+    # Skipped tasks are a pipeline that finished: exit 0.
+    assert res.returncode == 0, str(res)
+    assert "done: 3 completed, 2 skipped" in res.stderr
+    tasks = tui.by_name()
+    assert {n: t["state"] for n, t in tasks.items()} == {
+        "analyze": "COMPLETED",
+        "celebrate": "COMPLETED",
+        "console": "SKIPPED",
+        "flaky-lint": "SKIPPED",
+        "report": "COMPLETED",
+    }
+    assert tasks["flaky-lint"]["attempts"] == 2
+    # Results, as `tui ls --json` shows them: parsed JSON, else the last stdout lines.
+    assert tasks["analyze"]["result"] == {
+        "sentiment": "positive",
+        "files": ["src/app.py", "docs/notes.md"],
+    }
+    assert tasks["celebrate"]["result"] == (
+        'positive change touching ["src/app.py", "docs/notes.md"]'
+    )
+    assert tasks["report"]["result"] == (
+        "celebrate: COMPLETED\nconsole: SKIPPED\nflaky-lint: SKIPPED\n"
+        "['celebrate', 'console', 'flaky-lint']"
+    )
+    assert tasks["console"]["result"] is None  # never ran
+    # The hooks got every completed and skipped task as JSON on stdin, one line each.
+    seen = [json.loads(line) for line in hook_log.read_text().splitlines()]
+    assert sorted((t["name"], t["hook"]) for t in seen) == [
+        ("analyze", "on_complete"),
+        ("celebrate", "on_complete"),
+        ("console", "on_skip"),
+        ("flaky-lint", "on_skip"),
+        ("report", "on_complete"),
+    ]
+    # `tui ls` shows the skipped state by name.
+    listing = tui("ls")
+    assert "SKIPPED" in listing.stdout
+
+
+WORKFLOW = """\
+tasks:
+  - name: first
+    output_format: {{type: json, schema: object}}
+    agent:
+      type: shell
+      instructions: |
+        echo ran >> {runs}/first
+        echo '{{"go": true}}'
+  - name: side
+    depends_on: [first]
+    when: not needs.first.result.go
+    agent: {{type: shell, instructions: "echo ran >> {runs}/side"}}
+  - name: hold
+    depends_on: [first]
+    agent:
+      type: shell
+      instructions: |
+        # {marker}
+        echo ran >> {runs}/hold
+        echo holding
+        if [ "$TUI_ATTEMPT" -eq 1 ]; then
+          for _ in $(seq 1 6000); do sleep 0.01; done  # held until the engine dies
+        fi
+  - name: after
+    depends_on: [first, hold]
+    when: needs.first.result.go and needs.hold.state == 'COMPLETED'
+    agent:
+      type: shell
+      instructions: |
+        echo ran >> {runs}/after
+        echo "go={{{{needs.first.result.go}}}}"
+"""
+
+
+def test_kill_9_in_the_middle_of_a_workflow_reruns_nothing_that_finished(
+    tui: Tui, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    marker = tui.marker()
+    f = tmp_path / "wf.yaml"
+    f.write_text(WORKFLOW.format(runs=runs, marker=marker))
+    run = tui.popen("run", str(f))
+
+    def holding() -> bool:
+        return tui.state_of("hold") == "RUNNING" and any(
+            ln.text == "holding" for ln in tui.output()
+        )
+
+    wait_until(holding, "hold RUNNING with its line stored", proc=run)
+    assert tui.state_of("first") == "COMPLETED" and tui.state_of("side") == "SKIPPED"
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=30)
+
+    res = tui("run", timeout=120)
+    assert res.returncode == 0, str(res)
+    tasks = tui.by_name()
+    assert {n: t["state"] for n, t in tasks.items()} == {
+        "first": "COMPLETED",
+        "side": "SKIPPED",
+        "hold": "COMPLETED",
+        "after": "COMPLETED",
+    }
+    # What had finished before the crash did not run again, and its result was kept.
+    assert (runs / "first").read_text() == "ran\n"
+    assert not (runs / "side").exists()
+    assert tasks["first"]["result"] == {"go": True}
+    # The interrupted task ran again (its attempt not counted against it); the rest once.
+    assert (runs / "hold").read_text() == "ran\nran\n"
+    assert (runs / "after").read_text() == "ran\n"
+    assert tasks["after"]["result"] == "go=true"
+    moves = [(n, frm, to) for _, n, frm, to, _ in tui.transitions()]
+    assert moves.count(("side", "PENDING", "SKIPPED")) == 1
+    assert moves.count(("first", "RUNNING", "COMPLETED")) == 1
+    assert ("hold", "RUNNING", "QUEUED") in moves
+    assert marker_processes(marker) == []
