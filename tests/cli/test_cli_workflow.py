@@ -136,3 +136,24 @@ def test_kill_9_in_the_middle_of_a_workflow_reruns_nothing_that_finished(
     assert moves.count(("first", "RUNNING", "COMPLETED")) == 1
     assert ("hold", "RUNNING", "QUEUED") in moves
     assert marker_processes(marker) == []
+
+
+def test_config_defaults_apply_below_the_files_own(tui: Tui, tmp_path: Path) -> None:
+    config = tmp_path / "user-config"
+    config.mkdir()
+    log = tmp_path / "skipped.jsonl"
+    (config / "config.toml").write_text(
+        '[settings]\non_error = "skip"\n\n[settings.hooks]\n'
+        f'on_skip = ["sh", "-c", "cat >> {log}"]\n'
+    )
+    f = tmp_path / "d.yaml"
+    f.write_text(
+        "tasks:\n"
+        "  - {name: lenient, agent: {type: shell, instructions: 'exit 1'}}\n"
+        "  - {name: strict, on_error: fail, agent: {type: shell, instructions: 'exit 1'}}\n"
+    )
+    res = tui("run", str(f), timeout=120)
+    assert res.returncode == 1, str(res)
+    states = {n: t["state"] for n, t in tui.by_name().items()}
+    assert states == {"lenient": "SKIPPED", "strict": "FAILED"}
+    assert [json.loads(x)["name"] for x in log.read_text().splitlines()] == ["lenient"]

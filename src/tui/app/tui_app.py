@@ -695,7 +695,8 @@ class TuiApp(App[None]):
             return
         try:
             known = {r.id for r in await self.engine.list_tasks()}
-            result = load_task_files([Path(path).expanduser()], known_ids=known)
+            defaults = load_settings()[0].workflow_defaults()  # config.toml's on_error, hooks
+            result = load_task_files([Path(path).expanduser()], known_ids=known, defaults=defaults)
             await self.engine.submit(result.tasks)
         except TaskFileError as e:
             self._notify_issues(e.issues, path)

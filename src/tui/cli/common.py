@@ -20,6 +20,7 @@ from tui.store.records import EventRecord
 
 if TYPE_CHECKING:
     from tui.config.schema import Settings
+    from tui.model.workflow import FileDefaults
 
 
 def db_path(db: str | None) -> Path:
@@ -52,6 +53,11 @@ def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
     settings = _settings()
     concurrency = args.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
     return concurrency, args.shell or settings.shell or DEFAULT_SHELL
+
+
+def workflow_defaults() -> FileDefaults:
+    """config.toml's on_error, on_max_retries and hooks, for the task files a command loads."""
+    return _settings().workflow_defaults()
 
 
 DAEMON_SETTINGS = "to change them: `tui daemon stop`, then `tui daemon start` with them"

@@ -19,6 +19,7 @@ from tui.cli.common import (
     open_store,
     print_question,
     print_transition,
+    workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, serving
@@ -54,7 +55,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         tasks: list[Task] = []
         if args.files:
             known = await store.all_ids()
-            result = load_task_files(args.files, known_ids=known)
+            result = load_task_files(args.files, known_ids=known, defaults=workflow_defaults())
             _print_warnings(result.warnings)
             tasks = result.tasks
             # Refuse before an engine starts: starting one would already run (and, on the

@@ -7,8 +7,9 @@ Each state change the store commits (the journal, in commit order) picks at most
 
 A hook is an argv, never a shell string: task data reaches it only as the task's JSON on
 stdin and ``TUI_*`` environment variables. It runs in its own process group, which is ended
-when it exits, when its timeout passes, or when the engine stops. It never changes the task's
-state: its outcome is a ``hook`` row in the task's journal (and the daemon log when it fails).
+when it exits or when its timeout passes; an engine that stops waits for its running hooks.
+It never changes the task's state: its outcome is a ``hook`` row in the task's journal (and
+the daemon log when it fails).
 Hooks run at most once per change: a change whose hook had not finished when the engine died
 is not hooked again.
 """
@@ -60,7 +61,6 @@ class HookRunner:
         self.defaults = defaults
         self.kill_grace = kill_grace
         self._running: set[asyncio.Task[None]] = set()
-        self._children: set[Child] = set()
 
     def hooks_of(self, rec: TaskRecord) -> Hooks | None:
         own = rec.task.hooks
@@ -127,11 +127,9 @@ class HookRunner:
         except OSError as e:
             outcome |= {"ok": False, "error": f"cannot start {argv[0]}: {e.strerror or e}"}
         else:
-            self._children.add(proc)
             try:
                 outcome |= await self._wait(proc, stdin, timeout)
             finally:
-                self._children.discard(proc)
                 # Whatever the hook left running in its group ends with it.
                 await terminate_group(proc.pid, grace=self.kill_grace, proc=proc)
                 proc.close_pipes()
@@ -169,10 +167,7 @@ class HookRunner:
         return {"ok": True, "exit_code": 0}
 
     async def stop(self) -> None:
-        """Give running hooks ``kill_grace`` seconds to finish, then end them (groups too)."""
-        if self._running:
-            await asyncio.wait(set(self._running), timeout=self.kill_grace)
-        await asyncio.gather(
-            *(terminate_group(c.pid, grace=self.kill_grace, proc=c) for c in self._children)
-        )
-        await asyncio.gather(*self._running, return_exceptions=True)
+        """Let running hooks finish: each is bounded by its own timeout, after which its
+        group is ended (so `tui run` does not exit before the last task's hook ran)."""
+        while self._running:
+            await asyncio.gather(*set(self._running), return_exceptions=True)

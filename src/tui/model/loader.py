@@ -32,10 +32,16 @@ class LoadResult:
     warnings: list[Issue]
 
 
-def load_task_files(paths: Sequence[str | Path], known_ids: Collection[str] = ()) -> LoadResult:
+def load_task_files(
+    paths: Sequence[str | Path],
+    known_ids: Collection[str] = (),
+    defaults: FileDefaults | None = None,
+) -> LoadResult:
     """Tasks from files and directories; raises ``TaskFileError`` listing every error.
 
     ``known_ids`` are ids already in the database, valid targets for depends_on.
+    ``defaults`` (config.toml's on_error, on_max_retries, hooks) fill what neither a task
+    nor its file sets.
     """
     if isinstance(paths, str | Path):  # a lone path, not a sequence of characters
         paths = [paths]
@@ -56,15 +62,20 @@ def load_task_files(paths: Sequence[str | Path], known_ids: Collection[str] = ()
                 Issue(str(path), None, "", f"cannot read file: {reason}", "check its permissions")
             )
         else:
-            entries += _read_file(text, str(path), issues, warnings)
+            entries += _read_file(text, str(path), issues, warnings, defaults)
     return _finish(entries, known_ids, issues, warnings, [str(p) for p in files])
 
 
-def load_task_text(text: str, filename: str, known_ids: Collection[str] = ()) -> LoadResult:
+def load_task_text(
+    text: str,
+    filename: str,
+    known_ids: Collection[str] = (),
+    defaults: FileDefaults | None = None,
+) -> LoadResult:
     """Like ``load_task_files`` for text already in memory; ``filename`` labels the issues."""
     issues: list[Issue] = []
     warnings: list[Issue] = []
-    entries = _read_file(text, filename, issues, warnings)
+    entries = _read_file(text, filename, issues, warnings, defaults)
     return _finish(entries, known_ids, issues, warnings, [filename])
 
 
@@ -98,7 +109,11 @@ def _expand(paths: Sequence[str | Path], issues: list[Issue]) -> list[Path]:
 
 
 def _read_file(
-    text: str, filename: str, issues: list[Issue], warnings: list[Issue]
+    text: str,
+    filename: str,
+    issues: list[Issue],
+    warnings: list[Issue],
+    defaults: FileDefaults | None = None,
 ) -> list[TaskEntry]:
     try:
         parsed = parse_yaml(text)
@@ -141,8 +156,8 @@ def _read_file(
         issues.append(Issue(filename, 1, "", message, _SHAPE_FIX))
         return []
     if "tasks" not in data:
-        return [_read_task(data, (), filename, lines, issues, warnings)]
-    return _read_batch(data, filename, lines, issues, warnings)
+        return [_read_task(data, (), filename, lines, issues, warnings, defaults=defaults)]
+    return _read_batch(data, filename, lines, issues, warnings, defaults)
 
 
 def _read_batch(
@@ -151,9 +166,10 @@ def _read_batch(
     lines: dict[KeyPath, int],
     issues: list[Issue],
     warnings: list[Issue],
+    config: FileDefaults | None = None,
 ) -> list[TaskEntry]:
     shared = _file_variables(data, filename, lines, issues)
-    defaults = file_defaults(data, filename, lines, issues)
+    defaults = file_defaults(data, filename, lines, issues).over(config)
     for key in data:
         if key not in ("tasks", *FILE_VARIABLE_KEYS, *DEFAULT_KEYS):
             hint = (

@@ -166,6 +166,17 @@ class FileDefaults(_Model):
     def _check_on_max_retries(cls, value: Any) -> Any:
         return check_on_max_retries(value)
 
+    def over(self, base: FileDefaults | None) -> FileDefaults:
+        """These defaults, what they leave unset taken from ``base`` (a file's over config's)."""
+        if base is None:
+            return self
+        hooks = base.hooks if self.hooks is None else self.hooks.merged_over(base.hooks)
+        return FileDefaults(
+            on_error=self.on_error or base.on_error,
+            on_max_retries=self.on_max_retries or base.on_max_retries,
+            hooks=hooks,
+        )
+
     def apply(self, task: Any) -> None:
         """Fill the task's unset fields from these defaults (a Task, typed loosely: the task
         module imports this one)."""
