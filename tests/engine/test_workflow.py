@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tui.engine.scheduler import Engine
-from tui.engine.workflow import context_block, prepare
+from tui.engine.workflow import WorkflowError, context_block, prepare
 from tui.model.loader import load_task_text
 from tui.model.states import State
 from tui.model.task import Task
@@ -335,3 +337,20 @@ async def test_a_skipped_task_can_be_retried_by_hand(store: Store) -> None:
         await e.wait_settled([tasks[0].id])
         rec = await e.get(tasks[0].id)
     assert rec is not None and rec.state == State.COMPLETED
+
+
+def test_a_value_too_big_for_the_environment_names_the_context_file() -> None:
+    big, use = load(
+        """
+tasks:
+  - {name: big, agent: {type: shell, instructions: "true"}}
+  - name: use
+    depends_on: [big]
+    agent: {type: shell, instructions: 'echo "{{needs.big.result.blob}}"'}
+"""
+    )
+    records = {big.id: _record(big, State.COMPLETED, {"blob": "x" * 200_000})}
+    with pytest.raises(WorkflowError) as e:
+        prepare(_record(use), records.get)
+    assert "{{needs.big.result.blob}} is 195 KiB, too big" in str(e.value)
+    assert "$TUI_CONTEXT_FILE" in str(e.value)

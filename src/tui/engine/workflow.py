@@ -28,6 +28,9 @@ from tui.model.workflow import ContextSpec, Transfer
 from tui.store.records import TaskRecord
 
 ENV_CONTEXT_FILE = "TUI_CONTEXT_FILE"
+# Linux refuses a single environment string past 128 KiB (MAX_ARG_STRLEN): a larger value is
+# an error naming the file that has it whole, not a run that cannot start.
+ENV_VALUE_MAX = 100 * 1024
 
 
 class WorkflowError(Exception):
@@ -86,6 +89,17 @@ def as_text(value: Any) -> str:
     return "" if value is None else json.dumps(value)
 
 
+def env_value(ref: NeedsRef, value: Any) -> str:
+    text = as_text(value).replace("\0", "")  # the one character no variable can hold
+    if len(text.encode()) > ENV_VALUE_MAX:
+        raise WorkflowError(
+            f"{ref.text} is {len(text.encode()) // 1024} KiB, too big for an environment "
+            f"variable (at most {ENV_VALUE_MAX // 1024} KiB); add `context: {{from: "
+            f"[{ref.name}]}}` and read it from the JSON file named by ${ENV_CONTEXT_FILE}"
+        )
+    return text
+
+
 def env_name(ref: NeedsRef) -> str:
     parts = [ref.name, ref.field, *ref.keys]
     return "TUI_NEEDS_" + "_".join(re.sub(r"[^A-Za-z0-9]", "_", p).upper() for p in parts)
@@ -122,7 +136,7 @@ def prepare(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prep
             continue
         if script:
             for ref in template_refs(text):
-                env[env_name(ref)] = as_text(value_of(needs, ref))
+                env[env_name(ref)] = env_value(ref, value_of(needs, ref))
             changes[key] = NEEDS_USE.sub(lambda m: "${" + env_name(_ref(m.group(0))) + "}", text)
         else:
             changes[key] = NEEDS_USE.sub(lambda m: as_text(value_of(needs, _ref(m.group(0)))), text)
