@@ -157,3 +157,38 @@ def test_config_defaults_apply_below_the_files_own(tui: Tui, tmp_path: Path) -> 
     states = {n: t["state"] for n, t in tui.by_name().items()}
     assert states == {"lenient": "SKIPPED", "strict": "FAILED"}
     assert [json.loads(x)["name"] for x in log.read_text().splitlines()] == ["lenient"]
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def test_a_hook_hanging_when_the_engine_is_killed_still_ends_at_its_timeout(
+    tui: Tui, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    hook = ["bash", "-c", f"sleep 600 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; wait"]
+    f = tmp_path / "h.yaml"
+    marker = tui.marker()
+    f.write_text(
+        "name: t\n"
+        f"hooks: {{on_start: {json.dumps(hook)}, timeout: 2s}}\n"
+        "agent:\n  type: shell\n  instructions: |\n"
+        f"    # {marker}\n"
+        '    if [ "$TUI_ATTEMPT" -eq 1 ]; then sleep 600; fi\n'
+    )
+    run = tui.popen("run", str(f))
+    wait_until(pids.exists, "the hook started", proc=run)
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=30)
+    hook_pids = [int(p) for p in pids.read_text().split()]
+    # Nobody is left to time it out but the hook's own bound.
+    wait_until(lambda: not any(_running(p) for p in hook_pids), "the hook's group ended", 30)
+    # The next run recovers the task (ending its held first attempt) and finishes it.
+    res = tui("run", timeout=120)
+    assert res.returncode == 0, str(res)
+    assert marker_processes(marker) == []

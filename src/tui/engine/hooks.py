@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
-import subprocess
+import shutil
+import signal
 from collections.abc import Callable
+from subprocess import PIPE
 
 from tui.model.states import State
 from tui.model.workflow import Hooks
@@ -32,6 +35,7 @@ from tui.store.records import EventRecord, TaskRecord
 
 log = logging.getLogger(__name__)
 
+TIMEOUT_EXIT = 124  # coreutils `timeout`: the command timed out
 HOOK_OUTPUT = 4096  # bytes of a hook's stderr kept in the journal when it fails
 _ERRORS = {State.FAILED, State.TIMED_OUT, State.BUDGET_EXCEEDED}
 
@@ -61,6 +65,7 @@ class HookRunner:
         self.defaults = defaults
         self.kill_grace = kill_grace
         self._running: set[asyncio.Task[None]] = set()
+        self._timeout_bin = shutil.which("timeout")
 
     def hooks_of(self, rec: TaskRecord) -> Hooks | None:
         own = rec.task.hooks
@@ -122,8 +127,11 @@ class HookRunner:
         }
         stdin = json.dumps(task).encode() + b"\n"  # one line: a log of them is JSON lines
         outcome: dict[str, object] = {"hook": event, "argv": argv}
+        program = shutil.which(argv[0], path=env.get("PATH"))
         try:
-            proc = await spawn(argv, cwd=None, env=env, stdin=subprocess.PIPE)
+            if program is None:
+                raise FileNotFoundError(errno.ENOENT, "not found, or not executable")
+            proc = await spawn(self._bounded(argv, timeout), cwd=None, env=env, stdin=PIPE)
         except OSError as e:
             outcome |= {"ok": False, "error": f"cannot start {argv[0]}: {e.strerror or e}"}
         else:
@@ -137,6 +145,15 @@ class HookRunner:
             log.warning("hook %s of task %s failed: %s", event, task_id, outcome.get("error"))
         with contextlib.suppress(Exception):  # a closed store (engine stopping): log only
             await self.store.add_event(task_id, "hook", outcome)
+
+    def _bounded(self, argv: list[str], timeout: float) -> list[str]:
+        """``argv`` under coreutils' ``timeout``, which ends the hook's whole group after
+        ``timeout`` even when this engine was killed (-9) meanwhile: nothing a hook starts
+        outlives its bound. Without ``timeout`` on PATH, the engine alone bounds it."""
+        if self._timeout_bin is None:
+            return argv
+        grace = f"{self.kill_grace:g}s"
+        return [self._timeout_bin, "-k", grace, f"{timeout:g}s", *argv]
 
     async def _wait(self, proc: Child, stdin: bytes, timeout: float) -> dict[str, object]:
         async def feed() -> None:
@@ -157,10 +174,14 @@ class HookRunner:
                 pass
 
         work = asyncio.gather(feed(), discard(), drain(), proc.wait())
+        timed_out = {"ok": False, "error": f"timed out after {timeout:g}s"}
         try:
-            _, _, err, code = await asyncio.wait_for(work, timeout)
+            # A margin past `timeout`'s own bound: it acts first and ends the whole group.
+            _, _, err, code = await asyncio.wait_for(work, timeout + self.kill_grace + 1)
         except TimeoutError:
-            return {"ok": False, "error": f"timed out after {timeout:g}s"}
+            return timed_out
+        if self._timeout_bin is not None and code in (TIMEOUT_EXIT, -signal.SIGKILL, 137):
+            return timed_out
         text = err.decode("utf-8", "replace").strip()
         if code != 0:
             return {"ok": False, "exit_code": code, "error": f"exit code {code}", "stderr": text}

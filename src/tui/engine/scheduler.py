@@ -177,6 +177,7 @@ class Engine(RunEnd, Questions):
         self.hooks.on_event(ev)
 
     def _tasks_get(self, task_id: str) -> TaskRecord | None:
+        # Not ``self._tasks.get`` bound once: ``load`` replaces the dict.
         return self._tasks.get(task_id)
 
     async def __aenter__(self) -> Engine:
