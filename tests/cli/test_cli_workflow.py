@@ -192,3 +192,19 @@ def test_a_hook_hanging_when_the_engine_is_killed_still_ends_at_its_timeout(
     res = tui("run", timeout=120)
     assert res.returncode == 0, str(res)
     assert marker_processes(marker) == []
+
+
+def test_tui_run_prints_a_failing_hook_and_the_task_stays_completed(
+    tui: Tui, tmp_path: Path
+) -> None:
+    f = tmp_path / "f.yaml"
+    hook = ["sh", "-c", "echo cannot reach the chat server >&2; exit 7"]
+    f.write_text(
+        f"name: t\nhooks: {{on_complete: {json.dumps(hook)}}}\n"
+        "agent: {type: shell, instructions: 'echo done'}\n"
+    )
+    res = tui("run", str(f), timeout=120)
+    assert res.returncode == 0, str(res)
+    failed = "hook on_complete failed: exit code 7: cannot reach the chat server"
+    assert f"{'t':<24} {failed}" in res.stdout
+    assert tui.state_of("t") == "COMPLETED"

@@ -98,6 +98,15 @@ def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
     _lines.add(line)
 
 
+def print_hook_failure(ev: EventRecord, name: str) -> None:
+    """``12:00:01 build  hook on_complete failed: exit code 7: <its last stderr line>``."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(ev.at))
+    said = str(ev.data.get("stderr") or "").strip().splitlines()[-1:]
+    tail = f": {said[0]}" if said else ""
+    hook, error = ev.data.get("hook"), ev.data.get("error")
+    _lines.add(f"{stamp} {name:<24} hook {hook} failed: {error}{tail}")
+
+
 # What the printed `tui answer` commands add so that they reach this database from another
 # shell (set by `tui run` when the database is not the one a plain command would find).
 _answer_db = ""

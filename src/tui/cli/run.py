@@ -17,6 +17,7 @@ from tui.cli.common import (
     flush_transitions,
     ignored_settings,
     open_store,
+    print_hook_failure,
     print_question,
     print_transition,
     workflow_defaults,
@@ -176,11 +177,14 @@ async def _print_events(engine: Engine, since: Cursor, as_json: bool) -> None:
 
 
 def _print_event(ev: EventRecord, name: str, as_json: bool) -> None:
-    """A transition line; for a question, what it asks and the command that answers it."""
+    """A transition line; for a question, what it asks and the command that answers it; a
+    hook that failed, and why."""
     if ev.to_state is not None:
         print_transition(ev, name, as_json)
     elif ev.kind == "question" and not as_json:
         print_question(ev, name)
+    elif ev.kind == "hook" and not ev.data.get("ok") and not as_json:
+        print_hook_failure(ev, name)
 
 
 def _summary(records: Sequence[TaskRecord | None]) -> int:
