@@ -17,6 +17,7 @@ from tui.cli.common import (
     ignored_settings,
     open_store,
     system_parts,
+    workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
@@ -91,7 +92,11 @@ def _load(args: argparse.Namespace, known: set[str]) -> list[Task]:
     if not args.files:
         return []
     result = load_task_files(
-        args.files, known_ids=known, parts=system_parts, classify=classify_rules
+        args.files,
+        known_ids=known,
+        parts=system_parts,
+        classify=classify_rules,
+        defaults=workflow_defaults(),
     )
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)

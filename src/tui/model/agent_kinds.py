@@ -24,6 +24,9 @@ class AgentKind:
     # agent.max_turns: the CLI's flag for it, or why the kind cannot take one.
     max_turns_flag: str = ""
     no_max_turns: str = "runs a command, not an agent that takes turns"
+    # Its instructions are a script, not a prompt: what dependencies produced reaches it only
+    # through environment variables and a JSON file, never as text spliced into the script.
+    script: bool = False
 
     @property
     def bin_env(self) -> str:
@@ -53,7 +56,7 @@ KINDS: dict[str, AgentKind] = {
             mcp=True,
             max_turns_flag="--max-turns",
         ),
-        AgentKind("shell", "tui.agents.shell:ShellAdapter"),
+        AgentKind("shell", "tui.agents.shell:ShellAdapter", script=True),
         AgentKind(
             "gemini",
             "tui.agents.gemini:GeminiAdapter",
@@ -74,7 +77,9 @@ KINDS: dict[str, AgentKind] = {
             no_max_turns="has no turn limit (codex exec --help)",
         ),
         # Taskfile tasks come from the project's Taskfile, not from config agents.
-        AgentKind("taskfile", "tui.agents.taskfile:TaskfileAdapter", configurable=False),
+        AgentKind(
+            "taskfile", "tui.agents.taskfile:TaskfileAdapter", configurable=False, script=True
+        ),
     )
 }
 

@@ -21,6 +21,8 @@ from tui.model.suggest import did_you_mean
 from tui.model.system_parts import resolve_parts, takes_system
 from tui.model.task import RUNTIME_FIELDS, Task
 from tui.model.variables import Variable, fill, resolve, unknown_uses
+from tui.model.workflow import FileDefaults
+from tui.model.workflow_check import DEFAULT_KEYS, file_defaults, workflow_issues
 from tui.model.yaml_source import Path as KeyPath
 from tui.model.yaml_source import YamlSyntaxError, line_of, parse_yaml
 
@@ -69,14 +71,17 @@ class _FromConfig:
 def load_task_files(
     paths: Sequence[str | Path],
     known_ids: Collection[str] = (),
+    defaults: FileDefaults | None = None,
     parts: PartSource | None = None,
     classify: RuleSource | None = None,
 ) -> LoadResult:
     """Tasks from files and directories; raises ``TaskFileError`` listing every error.
 
-    ``known_ids`` are ids already in the database, valid targets for depends_on; ``parts``
-    gives the named system prompt parts a task's ``system:`` may use, ``classify`` the rules
-    that choose the agent of a task that leaves ``agent.type`` out (tui.model.classify).
+    ``known_ids`` are ids already in the database, valid targets for depends_on.
+    ``defaults`` (config.toml's on_error, on_max_retries, hooks) fill what neither a task
+    nor its file sets. ``parts`` gives the named system prompt parts a task's ``system:``
+    may use, ``classify`` the rules that choose the agent of a task that leaves
+    ``agent.type`` out (tui.model.classify).
     """
     if isinstance(paths, str | Path):  # a lone path, not a sequence of characters
         paths = [paths]
@@ -98,7 +103,7 @@ def load_task_files(
                 Issue(str(path), None, "", f"cannot read file: {reason}", "check its permissions")
             )
         else:
-            entries += _read_file(text, str(path), issues, warnings, named)
+            entries += _read_file(text, str(path), issues, warnings, defaults, named)
     return _finish(entries, known_ids, issues, warnings, [str(p) for p in files])
 
 
@@ -106,13 +111,15 @@ def load_task_text(
     text: str,
     filename: str,
     known_ids: Collection[str] = (),
+    defaults: FileDefaults | None = None,
     parts: PartSource | None = None,
     classify: RuleSource | None = None,
 ) -> LoadResult:
     """Like ``load_task_files`` for text already in memory; ``filename`` labels the issues."""
     issues: list[Issue] = []
     warnings: list[Issue] = []
-    entries = _read_file(text, filename, issues, warnings, _FromConfig(parts, classify))
+    named = _FromConfig(parts, classify)
+    entries = _read_file(text, filename, issues, warnings, defaults, named)
     return _finish(entries, known_ids, issues, warnings, [filename])
 
 
@@ -146,8 +153,14 @@ def _expand(paths: Sequence[str | Path], issues: list[Issue]) -> list[Path]:
 
 
 def _read_file(
-    text: str, filename: str, issues: list[Issue], warnings: list[Issue], parts: _FromConfig
+    text: str,
+    filename: str,
+    issues: list[Issue],
+    warnings: list[Issue],
+    defaults: FileDefaults | None = None,
+    named: _FromConfig | None = None,
 ) -> list[TaskEntry]:
+    named = named or _FromConfig(None)
     try:
         parsed = parse_yaml(text)
     except YamlSyntaxError as exc:
@@ -189,8 +202,10 @@ def _read_file(
         issues.append(Issue(filename, 1, "", message, _SHAPE_FIX))
         return []
     if "tasks" not in data:
-        return [_read_task(data, (), filename, lines, issues, warnings, parts)]
-    return _read_batch(data, filename, lines, issues, warnings, parts)
+        return [
+            _read_task(data, (), filename, lines, issues, warnings, defaults=defaults, named=named)
+        ]
+    return _read_batch(data, filename, lines, issues, warnings, defaults, named)
 
 
 def _read_batch(
@@ -199,12 +214,17 @@ def _read_batch(
     lines: dict[KeyPath, int],
     issues: list[Issue],
     warnings: list[Issue],
-    parts: _FromConfig,
+    config: FileDefaults | None = None,
+    named: _FromConfig | None = None,
 ) -> list[TaskEntry]:
     shared = _file_variables(data, filename, lines, issues)
+    defaults = file_defaults(data, filename, lines, issues).over(config)
     for key in data:
-        if key not in ("tasks", *FILE_VARIABLE_KEYS):
-            hint = "a batch file holds only `tasks:` (and shared `variables:`, `vars:`); move it"
+        if key not in ("tasks", *FILE_VARIABLE_KEYS, *DEFAULT_KEYS):
+            hint = (
+                "a batch file holds only `tasks:` (and shared `variables:`, `vars:`, "
+                "`on_error:`, `on_max_retries:`, `hooks:`); move it"
+            )
             issues.append(
                 Issue(filename, lines.get((key,)), key, f"unknown top-level key '{key}'", hint)
             )
@@ -223,7 +243,9 @@ def _read_batch(
     for index, item in enumerate(tasks):
         path: KeyPath = ("tasks", index)
         if isinstance(item, dict):
-            entries.append(_read_task(item, path, filename, lines, issues, warnings, parts, shared))
+            entries.append(
+                _read_task(item, path, filename, lines, issues, warnings, shared, defaults, named)
+            )
         else:
             issues.append(
                 Issue(
@@ -259,9 +281,11 @@ def _read_task(
     lines: dict[KeyPath, int],
     issues: list[Issue],
     warnings: list[Issue],
-    parts: _FromConfig,
     shared: FileVariables = ([], {}),
+    defaults: FileDefaults | None = None,
+    named: _FromConfig | None = None,
 ) -> TaskEntry:
+    named = named or _FromConfig(None)
     entry = TaskEntry(filename, path, lines)
     if isinstance(raw.get("id"), str):
         entry.raw_id = raw["id"]
@@ -274,7 +298,7 @@ def _read_task(
 
     data = _without_nulls(raw)
     agent = data.get("agent")
-    if isinstance(agent, dict) and "type" not in agent and (rule := pick(data, parts.rules())):
+    if isinstance(agent, dict) and "type" not in agent and (rule := pick(data, named.rules())):
         data = apply_rule(data, rule)
     for key in RUNTIME_FIELDS:
         if key in data:
@@ -307,7 +331,9 @@ def _read_task(
     problems += _check_ids(entry, data)
     if entry.task is not None:
         problems += _apply_variables(entry, shared)
-        problems += _system_parts(entry, parts)
+        problems += _system_parts(entry, named)
+        if defaults is not None:
+            defaults.apply(entry.task)
     if problems:
         entry.task = None
         issues += problems
@@ -451,6 +477,11 @@ def _finish(
 
     issues += resolve_dependencies(entries, known_ids)
     issues += find_cycles(entries)
+    for entry in entries:
+        if entry.task is not None:
+            found, warned = workflow_issues(entry)
+            issues += found
+            warnings += warned
     if issues:
         rank = {name: i for i, name in enumerate(file_order)}
         issues.sort(key=lambda i: (rank.get(i.file, len(rank)), i.line or 0))
