@@ -44,6 +44,8 @@ from tui.engine.recovery import end_orphaned_runs
 from tui.engine.retry import retry_delay
 from tui.engine.runner import Executor, LocalExecutor, Run, ended_as
 from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
+from tui.engine.worktree_runs import in_worktree, plan_worktrees
+from tui.engine.worktrees import Worktrees
 from tui.model.duration import format_duration
 from tui.model.output_format import OutputFormatError, parse_output
 from tui.model.states import UNSUCCESSFUL, State
@@ -112,6 +114,7 @@ class Engine(Questions):
         self.stream = EventStream(store)
         self.output = OutputBuffer(store, self.stream.publish, self._output_not_stored)
         self._disk_kills: set[asyncio.Task[None]] = set()
+        self.worktrees = Worktrees(store)
 
     @property
     def concurrency(self) -> int:
@@ -222,6 +225,9 @@ class Engine(Questions):
             if missing:
                 raise EngineError(f"task {t.name!r} depends on unknown task ids: {missing}")
         async with self._batch:
+            # Worktree bases are pinned now (and stored before the tasks: a row with no task
+            # is what `tui gc` cleans up; a task whose worktree was never planned runs in place).
+            await plan_worktrees(self.worktrees, tasks)
             try:
                 records = await self.store.insert_tasks(tasks, approved=approved)
             except StoreError as e:
@@ -549,7 +555,9 @@ class Engine(Questions):
         await self._changed_now()
 
     async def _execute(self, run: Run, began: RunStart) -> None:
-        result = await self.executor.run(run, self._tasks[run.task_id], began, self)
+        rec = self._tasks[run.task_id]
+        async with in_worktree(self.worktrees, rec, run, self) as (rec, failed):
+            result = failed or await self.executor.run(run, rec, began, self)
         await self._finish(run, result)
 
     async def _finish(self, run: Run, result: RunResult) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from tui.model.dependencies import find_cycles, resolve_dependencies
+from tui.model.dependencies import find_cycles, resolve_dependencies, resolve_worktree_from
 from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
 from tui.model.issues import Issue, TaskFileError
@@ -152,8 +152,11 @@ def _read_batch(
 ) -> list[TaskEntry]:
     shared = _file_variables(data, filename, lines, issues)
     for key in data:
-        if key not in ("tasks", *FILE_VARIABLE_KEYS):
-            hint = "a batch file holds only `tasks:` (and shared `variables:`, `vars:`); move it"
+        if key not in ("tasks", "worktree", *FILE_VARIABLE_KEYS):
+            hint = (
+                "a batch file holds only `tasks:` (and shared `variables:`, `vars:`,"
+                " `worktree:`); move it"
+            )
             issues.append(
                 Issue(filename, lines.get((key,)), key, f"unknown top-level key '{key}'", hint)
             )
@@ -172,6 +175,8 @@ def _read_batch(
     for index, item in enumerate(tasks):
         path: KeyPath = ("tasks", index)
         if isinstance(item, dict):
+            if "worktree" in data and "worktree" not in item:  # the file's default
+                item = {**item, "worktree": data["worktree"]}
             entries.append(_read_task(item, path, filename, lines, issues, warnings, shared))
         else:
             issues.append(
@@ -352,6 +357,7 @@ def _finish(
             where_id[entry.raw_id] = here
 
     issues += resolve_dependencies(entries, known_ids)
+    issues += resolve_worktree_from(entries, known_ids)
     issues += find_cycles(entries)
     if issues:
         rank = {name: i for i, name in enumerate(file_order)}

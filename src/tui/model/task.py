@@ -168,6 +168,25 @@ class RetryConfig(_Model):
         return format_duration(value)
 
 
+class WorktreeSpec(_Model):
+    """``worktree:`` — the agent works in its own git worktree and branch (tui.engine.worktrees).
+    ``true`` is ``{}``: branch from the project's HEAD as it is at submit time."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, serialize_by_alias=True)
+
+    base: str = ""  # the ref to branch from, pinned at submit ("" = HEAD)
+    # A task (name in the same file, or id) whose branch and worktree this one continues.
+    from_: str = Field(default="", alias="from")
+
+
+def _worktree_in(value: Any) -> Any:
+    if value is True:
+        return {}
+    if value is False:
+        return None
+    return value
+
+
 class Task(_Model):
     id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     parent_task_id: str = ""
@@ -188,6 +207,13 @@ class Task(_Model):
     # agent.instructions and agent.system_prompt_append, filled in by the loader.
     variables: list[Variable] = Field(default_factory=list)
     vars: dict[str, str | float | bool] = Field(default_factory=dict)
+    # Extension (issue 15): a git worktree and branch of its own for the agent.
+    worktree: WorktreeSpec | None = None
+
+    @field_validator("worktree", mode="before")
+    @classmethod
+    def _worktree_flag(cls, value: Any) -> Any:
+        return _worktree_in(value)
 
     @field_validator("id")
     @classmethod
