@@ -42,7 +42,7 @@ async def test_two_tasks_write_the_same_file_in_their_own_worktrees(
     wa, wb = await store.get_worktree(a.id), await store.get_worktree(b.id)
     assert wa is not None and wb is not None
     assert wa.branch == f"tui/{a.id[:8]}-writer-a"
-    assert Path(wa.path).is_relative_to(store.path.parent / "worktrees")
+    assert Path(wa.path).is_relative_to(store.path.parent / "worktrees" / "tui")
     # Each branch holds its own agent's edit, committed with a message naming the task.
     assert show(repo, wa.branch, "shared.txt") == "from-a\n"
     assert show(repo, wb.branch, "shared.txt") == "from-b\n"
@@ -133,3 +133,20 @@ async def test_outside_a_repository_the_task_runs_in_place(store: Store, project
     assert "not in a git repository" in await output_of(store, t.id)
     with pytest.raises(EngineError, match="no worktree"):
         await engine.handle(api.GetWorktree(task_id=t.id))
+
+
+async def test_many_worktrees_of_one_repository_at_once(store: Store, tmp_path: Path) -> None:
+    # Creating and committing worktrees of one repository at the same moment would trip over
+    # git's own locks (config, refs) without tui's lock per repository.
+    repo = make_repo(tmp_path / "repo")
+    tasks = [shell_task(f"t{i}", f"echo {i} > shared.txt", worktree=True) for i in range(6)]
+    for t in tasks:
+        t.agent.project_dir = str(repo)
+    async with Engine(store, concurrency=6) as engine:
+        await engine.submit(tasks)
+        await settle(engine, *(t.id for t in tasks))
+        states = [(await engine.get(t.id)).state for t in tasks]  # type: ignore[union-attr]
+    assert states == [State.COMPLETED] * 6
+    for i, t in enumerate(tasks):
+        wt = await store.get_worktree(t.id)
+        assert wt is not None and show(repo, wt.branch, "shared.txt") == f"{i}\n"

@@ -1,7 +1,8 @@
 """A git worktree and branch per task (``worktree:`` in a task; issue 15).
 
 Submit pins the base (``plan``); the first run creates branch ``tui/<short-id>-<slug>`` and
-its checkout under ``worktrees/`` beside the database, in tui's data dir (``prepare``), and
+its checkout under ``worktrees/DBNAME/`` beside the database, in tui's data dir
+(``prepare``), and
 every later attempt, a retry or the run after an engine died, reuses it as it is, so nothing
 an agent wrote is lost; when a run ends, whatever the agent left uncommitted is committed to
 its branch (``save``). ``merge``, ``discard`` and ``gc`` end a worktree's life. All through the
@@ -51,7 +52,8 @@ class Worktrees:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.locks = RepoLocks()
-        self.root = Path(store.path).parent / "worktrees"
+        # Beside the database (the user data dir by default), one directory per database.
+        self.root = Path(store.path).parent / "worktrees" / Path(store.path).stem
 
     # -- submit: pin the base ---------------------------------------------------------------
 
