@@ -139,3 +139,19 @@ def test_kill_9_during_a_worktree_task_keeps_branch_and_changes(tui: Tui) -> Non
     assert res.returncode == 0, str(res)
     assert work.read_text() == "attempt 1\nattempt 2\n"
     assert show(repo, branch, "work.txt") == "attempt 1\nattempt 2\n"
+
+
+def test_config_setting_gives_tasks_that_do_not_say_a_worktree(tui: Tui) -> None:
+    repo = make_repo(tui.dir / "repo")
+    config = tui.dir / "user-config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text("[settings]\nworktree = true\n")
+    plain = shell_task("plain", "echo plain > shared.txt")
+    plain["agent"]["project_dir"] = str(repo)
+    opted_out = shell_task("opted-out", "echo mine > own.txt", worktree=False)
+    opted_out["agent"]["project_dir"] = str(repo)
+    run_ok(tui, plain, opted_out)
+    assert (repo / "shared.txt").read_text() == "base\n"  # plain ran in its worktree
+    assert (repo / "own.txt").read_text() == "mine\n"  # opted-out ran in the repository
+    assert tui("worktree", "opted-out").returncode == 1
+    assert "+plain" in tui("diff", "plain").stdout

@@ -251,6 +251,16 @@ class Task(_Model):
         return _changed(self.model_dump(mode="json"), blank.model_dump(mode="json"))
 
 
+def default_worktree(tasks: list[Task], enabled: bool) -> list[Task]:
+    """The config's ``worktree`` setting: a worktree for every task that does not say (in
+    itself or as its file's default) whether it wants one."""
+    if enabled:
+        for t in tasks:
+            if "worktree" not in t.model_fields_set:
+                t.worktree = WorktreeSpec()
+    return tasks
+
+
 def _changed(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
     """Keys of ``data`` whose value differs from ``defaults``, recursing into mappings."""
     out: dict[str, Any] = {}
