@@ -137,7 +137,7 @@ async def _worktree(e: Engine, m: api.GetWorktree) -> api.WorktreeReply:
     _rec, wt = await worktree_of(e, m.task_id)
     files: list[tuple[str, int | None, int | None]] = []
     diff = ""
-    if m.diff:
+    if m.diff and wt.live:  # a merged or discarded worktree has no diff left to show
         files = [(c.path, c.added, c.removed) for c in await e.worktrees.changes(wt)]
         diff = await e.worktrees.diff(wt, color=m.color)
     return api.WorktreeReply(
