@@ -51,7 +51,7 @@ COMMANDS: tuple[Command, ...] = (
         "filter",
         "colon",
         "Filter tasks…",
-        "Filter by text, state:NAME (as shown: done, failed, running…) or tag:NAME",
+        "Filter by text, state:NAME (as shown: done, failed, running…), tag:NAME or project:NAME",
     ),
     Command("cycle_sort", "s", "Sort tasks", "Cycle: submitted, state, name, priority"),
     Command(
@@ -67,6 +67,13 @@ COMMANDS: tuple[Command, ...] = (
     Command("show_output", "1", "Show output", "The selected task's output"),
     Command("show_dag", "2", "Show DAG", "The dependency graph"),
     Command("show_questions", "3", "Show questions", "Every open question"),
+    Command(
+        "message_task",
+        "m",
+        "Message the agent…",
+        "Running claude task: send it a message; finished claude/codex/gemini task: continue"
+        " its session with one",
+    ),
     Command("show_changes", "4", "Show changes", "The selected worktree task's files and diff"),
     Command(
         "merge_task",

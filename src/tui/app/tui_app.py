@@ -343,6 +343,9 @@ class TuiApp(App[None]):
         parts = [f"{n_tasks} task{'s' * (n_tasks != 1)}"] + [
             f"{n} {label}" for label, n in counts.items() if n
         ]
+        if len(self._list.projects) > 1:  # several projects: how many tasks each
+            named = sorted(self._list.projects.items(), key=lambda kv: (-kv[1], kv[0]))
+            parts.append(" ".join(f"{p or '(none)'} {n}" for p, n in named[:4]))
         if open_q:
             parts.append(f"? {open_q} waiting for you (a)")
         if self._status_note:
@@ -670,6 +673,26 @@ class TuiApp(App[None]):
         self.push_screen(
             Confirm(f"Discard {rec.name}'s work? Its worktree and branch are deleted."), answered
         )
+
+    def action_message_task(self) -> None:
+        task_id = self._selected_or_warn()
+        rec = self._list.records.get(task_id or "")
+        if task_id is None or rec is None:
+            return
+        running = rec.state in (State.RUNNING, State.READY)
+        verb = "Message" if running else "Continue"
+
+        async def send(text: str) -> None:
+            if not text:
+                return
+            message: api.Message[Any] = (
+                api.Send(task_id=task_id, text=text)
+                if running
+                else api.Continue(task_id=task_id, text=text)
+            )
+            await self._call(self._done(message))
+
+        self._ask_text(f"{verb} {rec.name}: what to tell the agent (Esc leaves)", send)
 
     async def _done(self, message: api.Message[Any]) -> str:
         return str((await self._send(message)).text)

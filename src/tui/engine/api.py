@@ -247,6 +247,24 @@ class Discard(Command[Done]):
     task_id: str
 
 
+class Send(Command[Done]):
+    """A person's message to a running agent, delivered as a user turn (claude)."""
+
+    reply = Done
+    op: Literal["send"] = "send"
+    task_id: str
+    text: str
+
+
+class Continue(Command[Done]):
+    """A new attempt that resumes a finished agent's session with ``text``."""
+
+    reply = Done
+    op: Literal["continue"] = "continue"
+    task_id: str
+    text: str
+
+
 class CollectWorktrees(Command[Done]):
     """`tui gc`: remove worktrees no task needs any more."""
 

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tui.engine import api
+from tui.engine import api, talk
 from tui.engine.worktree_runs import worktree_of
 
 if TYPE_CHECKING:
@@ -121,6 +121,16 @@ async def _merge(e: Engine, m: api.Merge) -> api.Done:
 async def _discard(e: Engine, m: api.Discard) -> api.Done:
     rec, wt = await worktree_of(e, m.task_id, ending=True)
     return api.Done(text=f"{rec.name}: {await e.worktrees.discard(wt)}")
+
+
+@handles(api.Send)
+async def _send(e: Engine, m: api.Send) -> api.Done:
+    return api.Done(text=await talk.send_message(e, m.task_id, m.text))
+
+
+@handles(api.Continue)
+async def _continue(e: Engine, m: api.Continue) -> api.Done:
+    return api.Done(text=await talk.continue_task(e, m.task_id, m.text))
 
 
 @handles(api.CollectWorktrees)

@@ -44,6 +44,7 @@ from tui.engine.recovery import end_orphaned_runs
 from tui.engine.retry import retry_delay
 from tui.engine.runner import Executor, LocalExecutor, Run, ended_as
 from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
+from tui.engine.talk import show_continuation
 from tui.engine.worktree_runs import in_worktree, plan_worktrees
 from tui.engine.worktrees import Worktrees
 from tui.model.duration import format_duration
@@ -556,6 +557,7 @@ class Engine(Questions):
 
     async def _execute(self, run: Run, began: RunStart) -> None:
         rec = self._tasks[run.task_id]
+        await show_continuation(self, run, began)
         async with in_worktree(self.worktrees, rec, run, self) as (rec, failed):
             result = failed or await self.executor.run(run, rec, began, self)
         await self._finish(run, result)

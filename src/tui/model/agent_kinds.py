@@ -21,6 +21,8 @@ class AgentKind:
     mcp: bool = False  # the CLI can be given tui's MCP server (agent.mcp)
     configurable: bool = True  # may be the type of a config [agents.NAME] table
     version_args: tuple[str, ...] = ("--version",)  # `tui doctor`'s probe of the CLI
+    messages: bool = False  # takes a person's messages while it runs (`tui send`)
+    resumes: bool = False  # a finished session can be continued (`tui continue`)
 
     @property
     def bin_env(self) -> str:
@@ -48,6 +50,8 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @anthropic-ai/claude-code",
             models=True,
             mcp=True,
+            messages=True,
+            resumes=True,
         ),
         AgentKind("shell", "tui.agents.shell:ShellAdapter"),
         AgentKind(
@@ -57,6 +61,7 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @google/gemini-cli",
             models=True,
             mcp=True,
+            resumes=True,
         ),
         AgentKind(
             "codex",
@@ -65,6 +70,7 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @openai/codex",
             models=True,
             mcp=True,
+            resumes=True,
         ),
         # Taskfile tasks come from the project's Taskfile, not from config agents.
         AgentKind("taskfile", "tui.agents.taskfile:TaskfileAdapter", configurable=False),

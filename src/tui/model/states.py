@@ -50,6 +50,9 @@ TRANSITIONS: frozenset[tuple[State, State]] = frozenset(
         # stopped) is not the task's failure: the task goes back to the queue, the attempt
         # not counted against its retry policy.
         (S.RUNNING, S.QUEUED),
+        # Documented extension: a person continues a finished agent's session with a new
+        # message (`tui continue`), which is a new attempt.
+        (S.COMPLETED, S.QUEUED),
     }
 )
 

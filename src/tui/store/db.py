@@ -381,6 +381,23 @@ class Store:
         )
         return _based(raised, base)
 
+    async def add_message(
+        self,
+        task_id: str,
+        run_id: int | None,
+        text: str,
+        then: Move | None = None,
+        base: TaskRecord | None = None,
+    ) -> TaskRecord | bool | None:
+        """Store a person's message to the agent (see ``questions.message``)."""
+        now = time.time()
+
+        def tx(t: Tx) -> TaskRecord | bool | None:
+            out = questions.message(t, task_id, run_id, text, then, now)
+            return _based(out, base) if isinstance(out, TaskRecord) else out
+
+        return await self._db.call(tx)
+
     async def close_question(
         self, question_id: str, status: str, answer: dict[str, Any] | None = None
     ) -> bool:
