@@ -7,6 +7,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from tui.engine.errors import EngineError
+from tui.engine.output import OutputBuffer
 from tui.engine.runner import Run
 from tui.model.agent_kinds import KINDS
 from tui.model.states import ENDED, State
@@ -50,13 +51,13 @@ async def send_message(engine: Engine, task_id: str, text: str) -> str:
     return f"sent to {rec.name}"
 
 
-async def show_continuation(engine: Engine, run: Run, began: RunStart) -> None:
+async def show_continuation(output: OutputBuffer, run: Run, began: RunStart) -> None:
     """A run that continues a session shows the person's message first, in the output."""
     last_end = max((r.ended_at or 0 for r in began.previous_runs), default=0)
     for q in began.questions:
         if q.kind == "message" and (q.answered_at or 0) > last_end:
             said = str((q.answer or {}).get("text", ""))
-            await engine.output.add(run, STDOUT, [f"{YOU}{line}" for line in said.splitlines()])
+            await output.add(run, STDOUT, [f"{YOU}{line}" for line in said.splitlines()])
 
 
 async def continue_task(engine: Engine, task_id: str, text: str) -> str:
