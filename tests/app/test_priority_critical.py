@@ -42,10 +42,10 @@ async def test_critical_is_shown_sorted_first_and_filtered(store: Store) -> None
                 return {table.records[table._shown[i]].name for i in range(table.row_count)}
 
             assert await filter_by("priority:critical") == {"t-crit"}
-            assert await filter_by("p:normal") == {"t-normal"}
+            assert await filter_by("prio:normal") == {"t-normal"}
             await filter_by("priority:urgent")
             assert any("no priority 'urgent'" in n.message for n in app._notifications)
-            assert "Tasks 1/4 · p:normal" in screen_text(app)
+            assert "Tasks 1/4 · prio:normal" in screen_text(app)
     finally:
         await engine.stop()
 

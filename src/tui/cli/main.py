@@ -76,9 +76,20 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
-    from tui.cli import config_cmd, daemon_cmd, doctor, export_cmd, human, task, web
+    from tui.cli import (
+        config_cmd,
+        daemon_cmd,
+        doctor,
+        export_cmd,
+        human,
+        talk_cmd,
+        task,
+        web,
+        worktree_cmd,
+    )
 
-    for group in (human, task, config_cmd, doctor, daemon_cmd, web, export_cmd):
+    groups = (human, task, config_cmd, doctor, daemon_cmd, web, worktree_cmd, talk_cmd, export_cmd)
+    for group in groups:
         group.add_parsers(sub, db)
     return p
 

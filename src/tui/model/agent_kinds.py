@@ -27,6 +27,8 @@ class AgentKind:
     # Its instructions are a script, not a prompt: what dependencies produced reaches it only
     # through environment variables and a JSON file, never as text spliced into the script.
     script: bool = False
+    messages: bool = False  # takes a person's messages while it runs (`tui send`)
+    resumes: bool = False  # a finished session can be continued (`tui continue`)
 
     @property
     def bin_env(self) -> str:
@@ -55,6 +57,8 @@ KINDS: dict[str, AgentKind] = {
             models=True,
             mcp=True,
             max_turns_flag="--max-turns",
+            messages=True,
+            resumes=True,
         ),
         AgentKind("shell", "tui.agents.shell:ShellAdapter", script=True),
         AgentKind(
@@ -66,6 +70,7 @@ KINDS: dict[str, AgentKind] = {
             mcp=True,
             # Only a settings-file key (model.maxSessionTurns), for every run of the user.
             no_max_turns="has no command-line option for it (gemini --help)",
+            resumes=True,
         ),
         AgentKind(
             "codex",
@@ -75,6 +80,7 @@ KINDS: dict[str, AgentKind] = {
             models=True,
             mcp=True,
             no_max_turns="has no turn limit (codex exec --help)",
+            resumes=True,
         ),
         # Taskfile tasks come from the project's Taskfile, not from config agents.
         AgentKind(
