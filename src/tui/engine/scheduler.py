@@ -161,6 +161,7 @@ class Engine(Questions):
             run.kill_reason = run.kill_reason or "shutdown"
         await asyncio.gather(*(self.executor.kill(run) for run in runs))
         await asyncio.gather(*self._runners, return_exceptions=True)
+        await self.executor.close()
         await self.output.flush()
         await self.store.unregister_engine(self.id)
         self.store.on_event = None
@@ -572,7 +573,7 @@ class Engine(Questions):
             except Exception:  # the run row lacks its pid; recovery then leaves it alone
                 log.exception("could not store the process of run %s", run.run_id)
         rec = self._tasks[task_id]
-        interrupted = run.kill_reason == "shutdown" and outcome != State.COMPLETED
+        interrupted = run.interrupted and outcome != State.COMPLETED
         review = outcome == State.COMPLETED and rec.task.review and not interrupted
         # The run's end and the task's next state share one transaction (and round trip).
         move: Move | None
@@ -650,6 +651,9 @@ class Engine(Questions):
 
     async def session_started(self, run: Run, session_id: str) -> None:
         await self.store.set_run_session(run.run_id, session_id)
+
+    async def node_started(self, run: Run, node: str) -> None:
+        await self.store.set_run_node(run.run_id, node)
 
     def process_started(self, run: Run, proc: Child) -> None:
         # Stored for crash recovery while the agent gets on with its work: nothing waits for

@@ -115,6 +115,7 @@ class RunRecord:
     tokens_in: int
     tokens_out: int
     session_id: str
+    node: str = ""  # the Ray node that ran it; "" for the local executor
 
 
 @dataclass

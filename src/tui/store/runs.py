@@ -12,7 +12,7 @@ from tui.store.tx import Tx
 
 COLS = (
     "id, task_id, attempt, engine_id, pid, pgid, proc_start, started_at, ended_at, exit_code,"
-    " outcome, error, cost_usd, tokens_in, tokens_out, session_id"
+    " outcome, error, cost_usd, tokens_in, tokens_out, session_id, node"
 )
 
 
@@ -57,6 +57,10 @@ def set_process(
         "UPDATE runs SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?",
         (pid, pgid, start, run_id),
     )
+
+
+def set_node(t: Tx, run_id: int, node: str) -> None:
+    t.db.execute("UPDATE runs SET node = ? WHERE id = ?", (node, run_id))
 
 
 def set_session(t: Tx, run_id: int, session_id: str) -> None:

@@ -131,4 +131,8 @@ MIGRATIONS: list[str] = [
     DROP TABLE commands;
     ALTER TABLE engines ADD COLUMN socket TEXT;
     """,
+    # v4: the node a run runs on (a Ray node id; empty for the local executor).
+    """
+    ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    """,
 ]

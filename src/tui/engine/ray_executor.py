@@ -1,0 +1,216 @@
+"""The Ray executor: each attempt runs in an actor on a node of a Ray cluster.
+
+The engine is unchanged: it calls ``run`` and ``kill`` as it does the local executor's, and
+stores what the run reports. Here a run is one call of the actor's streaming generator
+(``ray_worker.TaskRunner.run``): batches of events — output lines, questions, the session id
+— arrive as the worker produces them and go to the engine's ``RunHost``; answers go back by
+``TaskRunner.answer``. Actors of tasks without ``resources:`` are kept between runs (they hold
+nothing while idle), so a short task costs one actor call, not a new worker process.
+
+Failure: an actor that dies under a run (its node died, its worker was killed) ends the run as
+interrupted (``kill_reason = "lost"``): the engine queues the task again without counting the
+attempt. A cluster that cannot be reached fails each attempt with that reason, and nothing
+stored is touched.
+
+Imported only when ``[executor] kind = "ray"`` (or ``tui run --executor ray``) asks for it:
+``ray`` is an optional dependency (``pip install 'tui[ray]'``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from tui.engine.adapter import RunResult
+from tui.engine.runner import Run, RunHost, late_answers, run_markers, watch_timeout
+from tui.model.states import State
+from tui.store.records import RunStart, TaskRecord
+
+log = logging.getLogger(__name__)
+
+RAY_MISSING = "the Ray executor needs the `ray` package: pip install 'tui[ray]'"
+
+
+class RayUnavailable(Exception):
+    """Ray is not installed, or the cluster cannot be reached."""
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable(RAY_MISSING) from None
+    return ray
+
+
+class RayExecutor:
+    """Runs attempts on a Ray cluster (``address``: "auto", "HOST:PORT" or "ray://HOST:PORT")."""
+
+    def __init__(
+        self,
+        address: str = "auto",
+        *,
+        forward_env: list[str] | None = None,
+        kill_grace: float = 5.0,
+    ) -> None:
+        self.address = address
+        self.forward_env = list(forward_env or [])
+        self.kill_grace = kill_grace
+        self._ray: Any = None
+        self._actor_cls: Any = None
+        self._connecting: asyncio.Future[None] | None = None
+        self._idle: list[Any] = []  # actors without resources, between runs
+        self._actors: dict[int, Any] = {}  # run_id -> its actor, while the run lasts
+        self.nodes: dict[int, str] = {}  # run_id -> node id, once the run reports it
+
+    # -- the connection ----------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Join the cluster (once; later callers wait for the first). Raises RayUnavailable."""
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(asyncio.to_thread(self._init))
+        try:
+            await asyncio.shield(self._connecting)
+        except RayUnavailable:
+            self._connecting = None  # try again on the next run
+            raise
+
+    def _init(self) -> None:
+        ray = import_ray()
+        # Forwarded only through the runtime env: the values never reach our store or log.
+        env = {name: os.environ[name] for name in self.forward_env if name in os.environ}
+        try:
+            if not ray.is_initialized():
+                ray.init(
+                    address=self.address,
+                    runtime_env={"env_vars": env} if env else None,
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                    configure_logging=False,
+                    include_dashboard=False,
+                )
+        except Exception as e:
+            raise RayUnavailable(f"cannot reach the Ray cluster at {self.address!r}: {e}") from e
+        from tui.engine.ray_worker import TaskRunner
+
+        self._ray = ray
+        self._actor_cls = ray.remote(TaskRunner)
+
+    # -- the Executor seam ---------------------------------------------------------------------
+
+    async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
+        try:
+            await self.connect()
+        except RayUnavailable as e:
+            return RunResult(State.FAILED, error=str(e))
+        watchdog = None
+        if rec.task.timeout > 0:
+            watchdog = asyncio.create_task(watch_timeout(run, rec.task.timeout, self.kill))
+        options = rec.task.resources.ray_options() if rec.task.resources else {}
+        # Only actors that hold nothing while idle are kept for the next run: one placed by
+        # `resources:` keeps its CPUs, memory and custom resources for as long as it lives.
+        reusable = not options
+        actor = self._idle.pop() if reusable and self._idle else None
+        if actor is None:
+            actor = self._actor_cls.options(**options).remote(self.kill_grace)
+        self._actors[run.run_id] = actor
+        keep = False
+        try:
+            result, keep = await self._stream(actor, run, rec, began, host)
+            return result
+        except asyncio.CancelledError:
+            return RunResult(State.FAILED, error="interrupted")
+        except Exception as e:
+            return self._failed(run, e)
+        finally:
+            if watchdog:
+                watchdog.cancel()
+            self._actors.pop(run.run_id, None)
+            self.nodes.pop(run.run_id, None)
+            if keep and reusable:
+                self._idle.append(actor)
+            else:
+                self._ray.kill(actor, no_restart=True)
+
+    def _failed(self, run: Run, e: Exception) -> RunResult:
+        ray = self._ray
+        lost = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
+        if isinstance(e, lost):
+            # The node died, or the worker did: not the task's failure.
+            run.kill_reason = run.kill_reason or "lost"
+            where = self.nodes.get(run.run_id, "")
+            return RunResult(State.FAILED, error=f"the Ray node {where[:12]} running it was lost")
+        log.exception("Ray run %s failed", run.run_id)
+        return RunResult(State.FAILED, error=f"Ray: {type(e).__name__}: {e}")
+
+    async def _stream(
+        self, actor: Any, run: Run, rec: TaskRecord, began: RunStart, host: RunHost
+    ) -> tuple[RunResult, bool]:
+        """Carry the events of the actor's run to the host; (the result, the actor is reusable)."""
+        spec = _spec(run, rec, began, host)
+        asks: set[asyncio.Task[None]] = set()
+        gen = actor.run.options(num_returns="streaming").remote(spec)
+        result: RunResult | None = None
+        try:
+            async for ref in gen:
+                for event in await ref:
+                    kind = event[0]
+                    if kind == "out":
+                        await host.output_lines(run, event[1], event[2])
+                    elif kind == "ask":
+                        task = asyncio.create_task(self._ask(actor, run, host, *event[1:]))
+                        asks.add(task)
+                        task.add_done_callback(asks.discard)
+                    elif kind == "session":
+                        await host.session_started(run, event[1])
+                    elif kind == "node":
+                        self.nodes[run.run_id] = event[1]
+                        await host.node_started(run, event[1])
+                    elif kind == "result":
+                        result = RunResult(**event[1])
+        finally:
+            for task in asks:
+                task.cancel()
+        if result is None:
+            return RunResult(State.FAILED, error="the Ray worker ended without a result"), False
+        return result, not run.kill_reason
+
+    async def _ask(
+        self, actor: Any, run: Run, host: RunHost, qid: int, kind: str, payload: dict[str, Any]
+    ) -> None:
+        reply = await host.ask_person(run, kind, payload)
+        await actor.answer.remote(qid, reply)
+
+    async def close(self) -> None:
+        """Let the idle actors go (their resources return to the cluster)."""
+        idle, self._idle = self._idle, []
+        for actor in idle:
+            self._ray.kill(actor, no_restart=True)
+
+    async def kill(self, run: Run) -> None:
+        actor = self._actors.get(run.run_id)
+        if actor is None:
+            if run.runner is not None and not run.runner.done():
+                run.runner.cancel()
+            return
+        try:
+            await actor.kill.remote()
+        except Exception:  # the actor is gone: its reaper ends the process group
+            self._ray.kill(actor, no_restart=True)
+
+
+def _spec(run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> dict[str, Any]:
+    """What the worker needs to build the adapter's RunContext there."""
+    return {
+        "task": rec.task,
+        "run_id": run.run_id,
+        "attempt": run.attempt,
+        "shell": host.shell,
+        "rejection_comment": rec.rejection_comment,
+        "cost_so_far": rec.cost_usd,
+        "previous_runs": began.previous_runs,
+        "late_answers": late_answers(began),
+        "env": run_markers(run, rec, host),
+    }
