@@ -143,6 +143,31 @@ def test_cancel_and_timeout_kill_the_group_on_the_worker(
     assert _printed(rtui, "long")[0] == f"started on {cluster.worker.node_id}"
 
 
+def test_forward_env_reaches_the_worker_and_is_stored_nowhere(
+    rtui: Tui, cluster: RayCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "fwd-value-6c1f0e"  # not shaped like a key: the test is about where it goes
+    monkeypatch.setenv("TUI_TEST_FORWARDED", secret)
+    monkeypatch.setenv("TUI_TEST_NOT_FORWARDED", secret)
+    config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(
+        f'[executor]\nkind = "ray"\naddress = "{cluster.address}"\n'
+        'forward_env = ["TUI_TEST_FORWARDED"]\n'
+    )
+    # The script names the variables only: the value is in no file the test wrote.
+    script = (
+        'echo "forwarded: ${#TUI_TEST_FORWARDED} characters"; '
+        'echo "not forwarded: ${TUI_TEST_NOT_FORWARDED:-unset}"'
+    )
+    tasks = [shell_task("env", script, resources={"custom": {"worker_box": 1}})]
+    res = rtui("run", str(write_tasks(rtui.dir / "env.yaml", tasks)), timeout=RUN)
+    assert res.returncode == 0, str(res)
+    assert _printed(rtui, "env") == [f"forwarded: {len(secret)} characters", "not forwarded: unset"]
+    assert secret not in res.stdout + res.stderr
+    for path in rtui.dir.glob("tui.db*"):
+        assert secret.encode() not in path.read_bytes(), path
+
+
 def test_worker_node_dies_mid_run_task_requeued_and_completed_on_head(
     rtui: Tui, cluster: RayCluster
 ) -> None:
