@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,6 +54,13 @@ def _nodes_of_runs(tui: Tui) -> dict[str, list[tuple[str, str | None]]]:
 def _printed(tui: Tui, name: str) -> list[str]:
     task_id = tui.by_name()[name]["id"]
     return [line.text for line in tui.output("task_id = ?", (task_id,))]
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then let go)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _gone(pid: int) -> bool:
@@ -166,6 +174,29 @@ def test_forward_env_reaches_the_worker_and_is_stored_nowhere(
     assert secret not in res.stdout + res.stderr
     for path in rtui.dir.glob("tui.db*"):
         assert secret.encode() not in path.read_bytes(), path
+
+
+def test_doctor_shows_the_nodes_and_their_free_resources(rtui: Tui, cluster: RayCluster) -> None:
+    config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(f'[executor]\nkind = "ray"\naddress = "{cluster.address}"\n')
+    res = rtui("doctor", timeout=RUN)
+    lines = [ln for ln in res.stdout.splitlines() if ln.split()[1:2] == ["executor"]]
+    assert lines[0].startswith("ok") and "2 node(s)" in lines[0], res.stdout
+    head = next(ln for ln in lines if cluster.head.node_id[:12] in ln)
+    worker = next(ln for ln in lines if cluster.worker.node_id[:12] in ln)
+    assert "(head)" in head and "head_box 2/2" in head and "CPU 2/2" in head
+    assert "worker_box 2/2" in worker and "(head)" not in worker
+
+
+def test_doctor_reports_a_cluster_it_cannot_reach(
+    rtui: Tui, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(f'[executor]\nkind = "ray"\naddress = "127.0.0.1:{_closed_port()}"\n')
+    res = rtui("doctor", timeout=RUN)
+    assert res.returncode == 1
+    line = next(ln for ln in res.stdout.splitlines() if ln.split()[1:2] == ["executor"])
+    assert line.startswith("error") and "cannot reach the Ray cluster at '127.0.0.1:" in line, line
 
 
 def test_worker_node_dies_mid_run_task_requeued_and_completed_on_head(

@@ -19,8 +19,10 @@ Imported only when ``[executor] kind = "ray"`` (or ``tui run --executor ray``) a
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
+import socket
 from typing import Any
 
 from tui.engine.adapter import RunResult
@@ -35,6 +37,22 @@ RAY_MISSING = "the Ray executor needs the `ray` package: pip install 'tui[ray]'"
 
 class RayUnavailable(Exception):
     """Ray is not installed, or the cluster cannot be reached."""
+
+
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast, naming the address, when nothing listens there: ``ray.init`` itself waits
+    minutes for a head that is not there."""
+    if address == "auto" or address.startswith("local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise RayUnavailable(f"Ray address {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise RayUnavailable(
+            f"cannot reach the Ray cluster at {address!r}: {e.strerror or e}"
+        ) from None
 
 
 def import_ray() -> Any:
@@ -79,6 +97,7 @@ class RayExecutor:
 
     def _init(self) -> None:
         ray = import_ray()
+        check_reachable(self.address)
         # Forwarded only through the runtime env: the values never reach our store or log.
         env = {name: os.environ[name] for name in self.forward_env if name in os.environ}
         try:
@@ -214,3 +233,40 @@ def _spec(run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> dict[str
         "late_answers": late_answers(began),
         "env": run_markers(run, rec, host),
     }
+
+
+def probe(address: str) -> dict[str, Any]:
+    """The cluster at ``address`` as `tui doctor` shows it: each live node with its total and
+    free resources. Raises RayUnavailable. Blocking (run it in a process of its own)."""
+    ray = import_ray()
+    check_reachable(address)
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+    except Exception as e:
+        raise RayUnavailable(f"cannot reach the Ray cluster at {address!r}: {e}") from e
+    from ray._private import state  # the per-node free resources have no public call yet
+
+    free = state.available_resources_per_node()  # type: ignore[no-untyped-call,unused-ignore]
+    nodes = [
+        {
+            "id": n["NodeID"],
+            "address": n.get("NodeManagerAddress", ""),
+            "head": "node:__internal_head__" in n["Resources"],
+            "total": {k: v for k, v in n["Resources"].items() if not k.startswith("node:")},
+            "free": {
+                k: v for k, v in free.get(n["NodeID"], {}).items() if not k.startswith("node:")
+            },
+        }
+        for n in ray.nodes()
+        if n["Alive"]
+    ]
+    return {"ray": ray.__version__, "nodes": nodes}
+
+
+if __name__ == "__main__":  # `python -m tui.engine.ray_executor ADDRESS`: the probe, as JSON
+    import sys
+
+    try:
+        print(json.dumps(probe(sys.argv[1])))
+    except RayUnavailable as e:
+        print(json.dumps({"error": str(e)}))
