@@ -177,7 +177,7 @@ class RayExecutor:
                 for event in await ref:
                     kind = event[0]
                     if kind == "out":
-                        await host.output_lines(run, event[1], event[2])
+                        await host.output_lines(run, event[1], event[2].split("\n"))
                     elif kind == "ask":
                         task = asyncio.create_task(self._ask(actor, run, host, *event[1:]))
                         asks.add(task)

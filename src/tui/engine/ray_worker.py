@@ -24,11 +24,12 @@ from typing import Any
 from tui.engine.adapter import AdapterError, RunResult, declared_adapters
 from tui.model.states import State
 from tui.model.task import Task
-from tui.procs.process import Child, proc_start_time, terminate_group
+from tui.procs.process import Child, terminate_group
 from tui.store.records import QuestionRecord, RunRecord
 
 # Lines held before the adapter waits for the engine to take them (output backpressure).
 OUTBOX_HIGH_WATER = 20_000
+FIRST_BATCH_WAIT = 0.01  # seconds: a task done by then sends its node with its result
 # The reaper, one per actor: "+PGID" / "-PGID" lines on its stdin say which group the actor's
 # run holds. EOF while a group is held means the actor's worker died without ending it: the
 # reaper ends it (TERM, then KILL after the grace). It is a grandchild of the worker, not a
@@ -89,14 +90,16 @@ class WorkerCtx:
         }
 
     async def output(self, stream: int, lines: list[str]) -> None:
-        await self._actor.emit(("out", stream, lines), len(lines))
+        # One string per read chunk (lines never hold "\n"): pickling a list of many short
+        # strings costs several times more.
+        await self._actor.emit(("out", stream, "\n".join(lines)), len(lines))
 
     async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         return await self._actor.ask(kind, payload)
 
     async def process_started(self, proc: Child) -> None:
+        # The pid means nothing on the engine's machine: the actor ends the group itself.
         self._actor.started(proc)
-        await self._actor.emit(("proc", proc.pid, proc_start_time(proc.pid)), 0)
 
     async def session_started(self, session_id: str) -> None:
         await self._actor.emit(("session", session_id), 0)
@@ -118,33 +121,39 @@ class TaskRunner:
         self._job: asyncio.Task[RunResult] | None = None
         self._killed = False
         self._late_kill: asyncio.Future[None] | None = None
+        self._node = ""
 
     def node(self) -> str:
-        import ray
+        if not self._node:
+            import ray
 
-        return str(ray.get_runtime_context().get_node_id())
+            self._node = str(ray.get_runtime_context().get_node_id())
+        return self._node
 
     async def run(self, spec: dict[str, Any]) -> AsyncIterator[list[Event]]:
         """The run to its end, as batches of events; the last event is ``("result", {...})``."""
-        import ray
-
-        self._outbox, self._held, self._killed = [], 0, False
+        # The node goes with the first batch, the result with the last: a short task is one
+        # round trip.
+        self._outbox, self._held, self._killed = [("node", self.node())], 0, False
         self._proc = None
         self._ready.clear()
         self._drained.set()
-        yield [("node", str(ray.get_runtime_context().get_node_id()))]
         self._job = asyncio.ensure_future(self._carry_out(WorkerCtx(self, spec)))
         self._job.add_done_callback(lambda _: self._ready.set())
+        # A task that ends at once goes back in one batch; any other tells its node now.
+        await asyncio.wait([self._job], timeout=FIRST_BATCH_WAIT)
+        self._ready.set()
         while True:
             await self._ready.wait()
             self._ready.clear()
+            done = self._job.done()
             batch, self._outbox, self._held = self._outbox, [], 0
             self._drained.set()
+            if done:
+                yield [*batch, ("result", asdict(self._job.result()))]
+                return
             if batch:
                 yield batch
-            if self._job.done() and not self._outbox:
-                break
-        yield [("result", asdict(self._job.result()))]
 
     async def _carry_out(self, ctx: WorkerCtx) -> RunResult:
         adapters = declared_adapters()

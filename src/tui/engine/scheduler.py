@@ -653,7 +653,9 @@ class Engine(Questions):
         await self.store.set_run_session(run.run_id, session_id)
 
     async def node_started(self, run: Run, node: str) -> None:
-        await self.store.set_run_node(run.run_id, node)
+        new = await self.store.set_run_node(run.run_id, node)
+        if new is not None:
+            self._took(new)
 
     def process_started(self, run: Run, proc: Child) -> None:
         # Stored for crash recovery while the agent gets on with its work: nothing waits for

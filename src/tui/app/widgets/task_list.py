@@ -34,7 +34,7 @@ from tui.model.states import ENDED, State
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
-OPTIONAL_EMPTY = frozenset({"time", "cost", "tags", "note"})  # hidden while no row has any
+OPTIONAL_EMPTY = frozenset({"time", "cost", "tags", "note", "node"})  # hidden while no row has any
 SORTS: dict[str, Callable[[TaskRecord], Any]] = {
     "submitted": lambda r: r.submit_seq,
     "state": lambda r: (list(State).index(r.state), r.submit_seq),
@@ -475,6 +475,7 @@ class TaskList(ScrollView, can_focus=True):
             f"{st.symbol} {st.label}",
             r.name,
             agent,
+            r.run_node[:12],  # a Ray node id is 56 hex digits; its start tells nodes apart
             task.priority.value or "normal",
             _elapsed(r, now),
             f"{r.attempt_in_round}/{task.retry.max_attempts}",
