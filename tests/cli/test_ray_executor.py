@@ -199,6 +199,29 @@ def test_doctor_reports_a_cluster_it_cannot_reach(
     assert line.startswith("error") and "cannot reach the Ray cluster at '127.0.0.1:" in line, line
 
 
+def test_a_cluster_that_does_not_answer_holds_tasks_back_and_says_why(
+    rtui: Tui,
+) -> None:
+    config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
+    address = f"127.0.0.1:{_closed_port()}"
+    config.write_text(f'[executor]\nkind = "ray"\naddress = "{address}"\n')
+    tasks = [shell_task("held", "echo ran", retry={"max_attempts": 1}, timeout="1s")]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "held.yaml", tasks)))
+
+    def said() -> bool:
+        return any("waiting for it" in line for line in _printed(rtui, "held"))
+
+    wait_until(lambda: rtui.state_of("held") == "RUNNING" and said(), "the wait is said", RUN, run)
+    (line,) = _printed(rtui, "held")
+    assert f"cannot reach the Ray cluster at '{address}'" in line
+    # Nothing was placed, and the timeout does not count while nothing runs.
+    assert rtui.state_of("held") == "RUNNING" and rtui.by_name()["held"]["attempts"] == 1
+    assert rtui("cancel", "held").returncode == 0
+    out, errs = run.communicate(timeout=RUN)
+    assert rtui.state_of("held") == "CANCELLED", out + errs
+    assert "ran" not in _printed(rtui, "held")
+
+
 def test_worker_node_dies_mid_run_task_requeued_and_completed_on_head(
     rtui: Tui, cluster: RayCluster
 ) -> None:

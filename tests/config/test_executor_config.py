@@ -33,6 +33,7 @@ def test_local_keys_win_and_the_flag_wins_over_both(dirs):
     [
         ('kind = "rey"', "executor.kind", "did you mean 'ray'"),
         ('address = "a b"', "executor.address", "auto, HOST:PORT or ray://HOST:PORT"),
+        ('address = "head-node"', "executor.address", "auto, HOST:PORT or ray://HOST:PORT"),
         ('forward_env = ["ANTHROPIC_API_KEY=sk-x"]', "executor.forward_env", "names only"),
         ("nodes = 3", "executor.nodes", "unknown key 'nodes'"),
     ],

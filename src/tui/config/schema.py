@@ -28,6 +28,7 @@ DEFAULT_SHELL = "bash"
 SECTIONS = ("settings", "executor", "agents", "roles", "contexts", "tasks")
 EXECUTOR_KINDS = ("local", "ray")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ADDRESS = re.compile(r"^(auto|(ray://)?(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
 # Keys of `start`'s own configs that tui reads without using: one "not used by tui" warning,
 # never an error (so a real `start` config loads unmodified).
 NOT_USED: dict[str, tuple[str, ...]] = {
@@ -92,7 +93,7 @@ class ExecutorSettings(_Model):
     @field_validator("address")
     @classmethod
     def _check_address(cls, value: str) -> str:
-        if not value.strip() or any(c.isspace() for c in value):
+        if not _ADDRESS.match(value):
             raise ValueError(
                 f"executor.address must be auto, HOST:PORT or ray://HOST:PORT; got {value!r}"
             )

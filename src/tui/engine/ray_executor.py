@@ -28,10 +28,11 @@ from typing import Any
 from tui.engine.adapter import RunResult
 from tui.engine.runner import Run, RunHost, late_answers, run_markers, watch_timeout
 from tui.model.states import State
-from tui.store.records import RunStart, TaskRecord
+from tui.store.records import STDERR, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
 
+RECONNECT_EVERY = 5.0  # seconds between tries to reach a cluster that did not answer
 RAY_MISSING = "the Ray executor needs the `ray` package: pip install 'tui[ray]'"
 
 
@@ -119,11 +120,30 @@ class RayExecutor:
 
     # -- the Executor seam ---------------------------------------------------------------------
 
+    async def _connected(self, run: Run, host: RunHost) -> None:
+        """Wait until the cluster can be joined. Meanwhile nothing is placed: the run says
+        why in its output and waits (not counted against its timeout; cancel ends it)."""
+        told = False
+        while True:
+            try:
+                await self.connect()
+                if told:
+                    await host.output_lines(run, STDERR, ["[tui] the Ray cluster answers again"])
+                return
+            except RayUnavailable as e:
+                if not told:
+                    told = True
+                    log.error("%s; tasks wait for it", e)
+                    await host.output_lines(
+                        run, STDERR, [f"[tui] {e}; waiting for it (`tui cancel` stops this task)"]
+                    )
+            await asyncio.sleep(RECONNECT_EVERY)
+
     async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
         try:
-            await self.connect()
-        except RayUnavailable as e:
-            return RunResult(State.FAILED, error=str(e))
+            await self._connected(run, host)
+        except asyncio.CancelledError:
+            return RunResult(State.FAILED, error="interrupted")
         watchdog = None
         if rec.task.timeout > 0:
             watchdog = asyncio.create_task(watch_timeout(run, rec.task.timeout, self.kill))
