@@ -199,6 +199,30 @@ def test_doctor_reports_a_cluster_it_cannot_reach(
     assert line.startswith("error") and "cannot reach the Ray cluster at '127.0.0.1:" in line, line
 
 
+def test_kill_9_of_the_engine_leaves_nothing_running_on_the_worker(
+    rtui: Tui, cluster: RayCluster
+) -> None:
+    pidfile = rtui.dir / "bg.pid"
+    gate = rtui.dir / "gate"
+    script = (
+        f"if [ ! -e {gate} ]; then sleep 300 & echo $! > {pidfile}; wait; fi; "
+        "echo done on $TUI_NODE_ID"
+    )
+    tasks = [shell_task("k9", script, resources={"custom": {"worker_box": 1}})]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "k9.yaml", tasks)), "--executor", "ray")
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), "started", RUN, run)
+    bg = int(pidfile.read_text())
+    run.kill()  # SIGKILL: the driver goes, and with it the actors it owns
+    run.communicate(timeout=RUN)
+    wait_until(lambda: _gone(bg), "the task's processes on the worker are gone", 30)
+    gate.touch()
+    res = rtui("run", "--executor", "ray", timeout=RUN)  # carries on what was left
+    assert res.returncode == 0, str(res)
+    runs = _nodes_of_runs(rtui)["k9"]
+    assert [outcome for _, outcome in runs] == ["interrupted", "COMPLETED"]
+    assert _printed(rtui, "k9") == [f"done on {cluster.worker.node_id}"]
+
+
 def test_a_cluster_that_does_not_answer_holds_tasks_back_and_says_why(
     rtui: Tui,
 ) -> None:

@@ -122,6 +122,9 @@ class TaskRunner:
         self._killed = False
         self._late_kill: asyncio.Future[None] | None = None
         self._node = ""
+        # Started with the actor, not with a run: a run's group is handed to it the moment
+        # the process exists, with no interpreter start in between.
+        self._reaper_says("+0")
 
     def node(self) -> str:
         if not self._node:
@@ -210,6 +213,7 @@ class TaskRunner:
             self._reaper_says(f"-{self._proc.pid}")
 
     def _reaper_says(self, line: str) -> None:
+        """ "+PGID" / "-PGID" to the reaper ("+0": only start it)."""
         if self._reaper is None:
             self._reaper = subprocess.Popen(
                 [sys.executable, "-c", _REAPER, str(self.kill_grace)],
@@ -217,6 +221,8 @@ class TaskRunner:
                 start_new_session=True,
             )
             self._reaper.wait()  # the launcher exits at once; its child watches our pipe
+        if line == "+0":
+            return
         assert self._reaper.stdin is not None
         self._reaper.stdin.write(f"{line}\n".encode())
         self._reaper.stdin.flush()
