@@ -190,6 +190,7 @@ class RayExecutor:
         """Carry the events of the actor's run to the host; (the result, the actor is reusable)."""
         spec = _spec(run, rec, began, host)
         asks: set[asyncio.Task[None]] = set()
+        messages = asyncio.create_task(self._forward_messages(actor, run))
         gen = actor.run.options(num_returns="streaming").remote(spec)
         result: RunResult | None = None
         try:
@@ -210,11 +211,23 @@ class RayExecutor:
                     elif kind == "result":
                         result = RunResult(**event[1])
         finally:
+            messages.cancel()
             for task in asks:
                 task.cancel()
         if result is None:
             return RunResult(State.FAILED, error="the Ray worker ended without a result"), False
         return result, not run.kill_reason
+
+    async def _forward_messages(self, actor: Any, run: Run) -> None:
+        """`tui send`: the run's messages go to the actor, whose adapter hands them on."""
+        while True:
+            text, delivered = await run.inbox.get()
+            try:
+                ok = bool(await actor.message.remote(text))
+            except Exception:  # the actor is gone: the message did not arrive
+                ok = False
+            if not delivered.done():
+                delivered.set_result(ok)
 
     async def _ask(
         self, actor: Any, run: Run, host: RunHost, qid: int, kind: str, payload: dict[str, Any]

@@ -78,6 +78,8 @@ class WorkerCtx:
         self.cost_so_far: float = spec["cost_so_far"]
         self.previous_runs: list[RunRecord] = spec["previous_runs"]
         self.late_answers: list[QuestionRecord] = spec["late_answers"]
+        # A person's messages to the agent, forwarded by the engine (``TaskRunner.message``).
+        self.inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] = asyncio.Queue()
         # This node's environment (with what the executor forwards through the runtime env),
         # then the task's own, then the run's markers; `tui` beside this Python on PATH.
         path = os.environ.get("PATH", os.defpath)
@@ -122,6 +124,7 @@ class TaskRunner:
         self._killed = False
         self._late_kill: asyncio.Future[None] | None = None
         self._node = ""
+        self._ctx: WorkerCtx | None = None
         # Started with the actor, not with a run: a run's group is handed to it the moment
         # the process exists, with no interpreter start in between.
         self._reaper_says("+0")
@@ -141,7 +144,8 @@ class TaskRunner:
         self._proc = None
         self._ready.clear()
         self._drained.set()
-        self._job = asyncio.ensure_future(self._carry_out(WorkerCtx(self, spec)))
+        self._ctx = WorkerCtx(self, spec)
+        self._job = asyncio.ensure_future(self._carry_out(self._ctx))
         self._job.add_done_callback(lambda _: self._ready.set())
         # A task that ends at once goes back in one batch; any other tells its node now.
         await asyncio.wait([self._job], timeout=FIRST_BATCH_WAIT)
@@ -201,6 +205,14 @@ class TaskRunner:
         fut = self._answers.get(qid)
         if fut is not None and not fut.done():
             fut.set_result(reply)
+
+    async def message(self, text: str) -> bool:
+        """A person's message for the running agent: whether its adapter took it."""
+        if self._ctx is None or self._job is None or self._job.done():
+            return False
+        taken: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._ctx.inbox.put_nowait((text, taken))
+        return await taken
 
     def started(self, proc: Child) -> None:
         self._proc = proc

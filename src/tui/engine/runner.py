@@ -50,6 +50,9 @@ class Run(LineCounter):
     working: asyncio.Event = field(default_factory=asyncio.Event)
     waiting: asyncio.Event = field(default_factory=asyncio.Event)
     open_questions: set[str] = field(default_factory=set)
+    # A person's messages for the agent while it runs (`tui send`): the text, and a future the
+    # adapter sets to whether it reached the agent.
+    inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] = field(default_factory=asyncio.Queue)
 
     def __post_init__(self) -> None:
         self.working.set()
@@ -150,6 +153,7 @@ class RunCtx:
         self.previous_runs: list[RunRecord] = began.previous_runs
         self.late_answers: list[QuestionRecord] = late_answers(began)
         self._session_id = ""
+        self.inbox = run.inbox
 
     async def output(self, stream: int, lines: list[str]) -> None:
         await self._host.output_lines(self._run, stream, lines)
