@@ -15,7 +15,9 @@ from tui.procs.process import terminate_group
 @dataclass(frozen=True)
 class CommandResult:
     exit_code: int | None  # None: stopped at the timeout
-    output: str  # stdout and stderr, interleaved as written
+    output: str  # stdout and stderr, interleaved as they arrived
+    stdout: str = ""  # each stream alone: a failing command's message shows stderr first
+    stderr: str = ""
 
 
 async def run_command(
@@ -31,21 +33,37 @@ async def run_command(
 
 async def run_argv(argv: list[str], *, timeout: float, cwd: str | None = None) -> CommandResult:
     """Run ``argv`` to its end or ``timeout`` (0 = none); OSError when it cannot start.
-    stdout and stderr share one pipe, so the output keeps the order it was written in."""
+    stdout and stderr are read from two pipes, so an error can show stderr on its own; the
+    output joins their chunks in the order they arrived."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+        stderr=asyncio.subprocess.PIPE,
         cwd=cwd,
         start_new_session=True,
     )
+    chunks: list[tuple[bool, bytes]] = []  # (from stderr, data) in arrival order
+
+    async def drain(stream: asyncio.StreamReader | None, is_err: bool) -> None:
+        assert stream is not None
+        while data := await stream.read(65536):
+            chunks.append((is_err, data))
+
+    async def finish() -> None:
+        await asyncio.gather(drain(proc.stdout, False), drain(proc.stderr, True))
+        await proc.wait()
+
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout or None)
+        await asyncio.wait_for(finish(), timeout or None)
         code: int | None = proc.returncode
     except TimeoutError:
-        out, code = b"", None
+        chunks, code = [], None
     finally:
         # Whatever it left running (or all of it, at the timeout) goes with it.
         await terminate_group(proc.pid, grace=0.5, proc=proc)
-    return CommandResult(code, out.decode("utf-8", errors="replace"))
+
+    def text(which: set[bool]) -> str:
+        return b"".join(d for e, d in chunks if e in which).decode("utf-8", errors="replace")
+
+    return CommandResult(code, text({False, True}), text({False}), text({True}))
