@@ -94,9 +94,12 @@ async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -
             "reach (an older tui?); stop it, then try again"
         )
         return 1
-    concurrency, shell = engine_settings(args)
+    chosen = await engine_settings(store, args)
     engine = Engine(
-        store, concurrency=concurrency, auto_approve=not args.manual_approve, shell=shell
+        store,
+        concurrency=chosen.concurrency,
+        auto_approve=not args.manual_approve,
+        shell=chosen.shell,
     )
     try:
         with daemon_lock(daemon_paths(store.path)):

@@ -10,9 +10,9 @@ import fcntl
 import logging
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tui.daemon.paths import DaemonPaths
 from tui.daemon.redact import RedactingFormatter
@@ -20,6 +20,7 @@ from tui.engine.scheduler import EngineError
 
 if TYPE_CHECKING:
     from tui.daemon.server import DaemonServer
+    from tui.engine.settings import EngineSettings
     from tui.store.db import Store
 
 log = logging.getLogger("tui.daemon")
@@ -64,10 +65,13 @@ def setup_logging(path: Path) -> None:
     root.setLevel(logging.INFO)
 
 
-async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
-    """Run the daemon until SIGTERM/SIGINT or a `shutdown` request. Returns an exit code."""
+async def serve(paths: DaemonPaths, *, given: Mapping[str, Any], fallback: EngineSettings) -> int:
+    """Run the daemon until SIGTERM/SIGINT or a `shutdown` request. Returns an exit code.
+    ``given``: the settings passed on its command line; the others are those stored for the
+    database (a daemon a viewer restarts comes back as it was started), else ``fallback``."""
     from tui.daemon.server import DaemonServer
     from tui.engine.scheduler import Engine
+    from tui.engine.settings import settle_stored
     from tui.gc_tuning import tune_gc
     from tui.store.db import Store
 
@@ -76,7 +80,11 @@ async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
         log.info("starting (pid %d) for %s", os.getpid(), paths.db)
         store = await Store.open(paths.db)
         stop = asyncio.Event()
-        engine = Engine(store, concurrency=concurrency, shell=shell)
+        chosen, notes = await settle_stored(store, given, fallback)
+        for note in notes:
+            log.info("%s", note)
+        log.info("concurrency %d, shell %s", chosen.concurrency, chosen.shell)
+        engine = Engine(store, concurrency=chosen.concurrency, shell=chosen.shell)
         server = DaemonServer(engine, paths, stop.set)
         loop = asyncio.get_running_loop()
         untune_gc = None

@@ -20,7 +20,7 @@ from tui.model.states import State
 from tui.model.task import Task
 from tui.store import engines, health, journal, output, questions, runs, tasks
 from tui.store.chunks import ChunkRow, LineRow, group_rows
-from tui.store.engines import engine_sockets
+from tui.store.engines import engine_sockets, stored_settings
 from tui.store.errors import DatabaseFileError, DiskFullError, StoreError
 from tui.store.health import FileIdentity
 from tui.store.questions import WAITING_REASON, waiting_reason
@@ -45,6 +45,7 @@ __all__ = [
     "Store",
     "StoreError",
     "engine_sockets",
+    "stored_settings",
     "waiting_reason",
 ]
 
@@ -413,6 +414,15 @@ class Store:
     async def set_engine_socket(self, engine_id: str, socket: str) -> None:
         """Where the engine serves its clients (tui.daemon.server)."""
         await self._db.call(lambda t: engines.set_socket(t, engine_id, socket))
+
+    async def engine_settings(self) -> dict[str, Any]:
+        """The settings this database's engines were last told to run with (name → value)."""
+        return await self._db.call(engines.settings, write=False)
+
+    async def save_engine_settings(self, values: dict[str, Any]) -> None:
+        """Store ``values`` (replacing those of the same names) for the engines to come."""
+        now = time.time()
+        await self._db.call(lambda t: engines.save_settings(t, values, now))
 
 
 def _based(rec: TaskRecord | None, base: TaskRecord | None) -> TaskRecord | None:
