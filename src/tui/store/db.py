@@ -426,7 +426,11 @@ class Store:
 
 
 def _based(rec: TaskRecord | None, base: TaskRecord | None) -> TaskRecord | None:
-    """``rec`` with the spec ``base`` already parsed (specs never change once stored)."""
-    if rec is not None and base is not None and not isinstance(base.spec, str):
-        rec.spec = base.spec
+    """``rec`` with the spec ``base`` already parsed (specs never change once stored) while
+    the task is in play. A settled task keeps the stored JSON it was read with (parsed again
+    only if something reads it): a parsed spec is a few kB of models, and a daemon that has
+    run 30,000 tasks must hold what one that just loaded them does."""
+    if rec is None or base is None or isinstance(base.spec, str) or rec.settled:
+        return rec
+    rec.spec = base.spec
     return rec
