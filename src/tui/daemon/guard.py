@@ -1,0 +1,106 @@
+"""The daemon's dead-man's switch: a small process that stops the daemon's agents the moment
+the daemon dies (kill -9, a crash), rather than when the next daemon starts.
+
+Until the next start recovers them, the agents of a dead daemon run on with nobody to record
+how they end: a script that finishes its work (pushes, writes, sends) meanwhile is run again
+by the next daemon, which cannot know it finished (bench/chaos.py counted 15 side effects run
+twice in 50 kill rounds this way). The guard holds the read end of a pipe only the daemon
+writes to; when the daemon is gone the pipe reaches EOF, and the guard kills the process group
+of every process carrying this daemon's marker (``TUI_ENGINE_ID``, see
+``tui.engine.recovery``). A daemon that stops normally (it stops its runs itself) says
+``stop`` first and the guard leaves. The next daemon's recovery still ends the runs as
+interrupted; the guard only shortens how long they run unwatched.
+
+Run as ``python -m tui.daemon.guard NAME=VALUE`` (the marker as it appears in a process's
+environment); it imports nothing of tui, so it costs a bare interpreter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+STOP = b"stop\n"
+
+
+def marked_groups(marker: bytes) -> set[int]:
+    """Process groups of live processes whose environment holds ``marker`` (NAME=VALUE)."""
+    groups = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+            pgid = os.getpgid(int(name))
+        except OSError:  # gone, or not ours to read
+            continue
+        if marker in environ.split(b"\0"):
+            groups.add(pgid)
+    return groups
+
+
+def kill_marked(marker: bytes) -> int:
+    """SIGKILL every group marked ``marker`` (again, for any that forked meanwhile)."""
+    killed = 0
+    for _ in range(3):
+        groups = marked_groups(marker) - {os.getpgrp()}
+        if not groups:
+            break
+        for pgid in groups:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or "=" not in argv[0]:
+        print("usage: python -m tui.daemon.guard NAME=VALUE", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # only the pipe says when to act
+    said = b""
+    while chunk := os.read(0, 64):  # EOF: the daemon is gone
+        said += chunk
+    if said.startswith(STOP):
+        return 0
+    n = kill_marked(argv[0].encode())
+    print(f"tui guard: the daemon died; stopped {n} process group(s) of its runs", flush=True)
+    return 0
+
+
+class Guard:
+    """The daemon's side: start the guard for ``marker``; ``stop()`` when stopping normally."""
+
+    def __init__(self, marker: str, log: int) -> None:
+        read, self._write = os.pipe2(os.O_CLOEXEC)
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "tui.daemon.guard", marker],
+                stdin=read,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,  # a signal to the daemon's group does not reach it
+                close_fds=True,
+            )
+        finally:
+            os.close(read)
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._write, STOP)
+        os.close(self._write)
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
