@@ -5,8 +5,9 @@ Until the next start recovers them, the agents of a dead daemon run on with nobo
 how they end: a script that finishes its work (pushes, writes, sends) meanwhile is run again
 by the next daemon, which cannot know it finished (bench/chaos.py counted 15 side effects run
 twice in 50 kill rounds this way). The guard holds the read end of a pipe only the daemon
-writes to; when the daemon is gone the pipe reaches EOF, and the guard kills the process group
-of every process carrying this daemon's marker (``TUI_ENGINE_ID``, see
+writes to (the pid of each agent it starts: the leader of the agent's process group); when the
+daemon is gone the pipe reaches EOF, and the guard kills those groups at once, then the group
+of every other process carrying this daemon's marker (``TUI_ENGINE_ID``, see
 ``tui.engine.recovery``). A daemon that stops normally (it stops its runs itself) says
 ``stop`` first and the guard leaves. The next daemon's recovery still ends the runs as
 interrupted; the guard only shortens how long they run unwatched.
@@ -22,9 +23,11 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 STOP = b"stop\n"
+PRUNE_AT = 1000  # groups remembered before the ended ones are dropped
 
 
 def marked_groups(marker: bytes) -> set[int]:
@@ -43,9 +46,22 @@ def marked_groups(marker: bytes) -> set[int]:
     return groups
 
 
-def kill_marked(marker: bytes) -> int:
-    """SIGKILL every group marked ``marker`` (again, for any that forked meanwhile)."""
+def _marked(pid: int, marker: bytes) -> bool:
+    try:
+        return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def kill_marked(marker: bytes, known: Collection[int] = ()) -> int:
+    """SIGKILL every group marked ``marker``: first the groups the daemon reported (a few
+    reads: at once), then any other a scan of /proc finds, again for any that forked."""
     killed = 0
+    for pgid in known:
+        if _marked(pgid, marker):  # still the daemon's (a reused pid is not)
+            with contextlib.suppress(OSError):
+                os.killpg(pgid, signal.SIGKILL)
+                killed += 1
     for _ in range(3):
         groups = marked_groups(marker) - {os.getpgrp()}
         if not groups:
@@ -64,12 +80,19 @@ def main(argv: list[str]) -> int:
         print("usage: python -m tui.daemon.guard NAME=VALUE", file=sys.stderr)
         return 2
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # only the pipe says when to act
-    said = b""
-    while chunk := os.read(0, 64):  # EOF: the daemon is gone
-        said += chunk
-    if said.startswith(STOP):
-        return 0
-    n = kill_marked(argv[0].encode())
+    marker = argv[0].encode()
+    known: set[int] = set()  # process groups the daemon started (its agents' pids)
+    pending = b""
+    while chunk := os.read(0, 4096):  # EOF: the daemon is gone
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            if line == STOP.strip():
+                return 0
+            if line.isdigit():
+                known.add(int(line))
+        if len(known) > PRUNE_AT:  # forget groups that have ended
+            known = {p for p in known if os.path.exists(f"/proc/{p}")}
+    n = kill_marked(marker, known)
     print(f"tui guard: the daemon died; stopped {n} process group(s) of its runs", flush=True)
     return 0
 
@@ -90,6 +113,12 @@ class Guard:
             )
         finally:
             os.close(read)
+        os.set_blocking(self._write, False)  # never hold up the daemon's loop
+
+    def spawned(self, pgid: int) -> None:
+        """The daemon started an agent in group ``pgid`` (killed first if the daemon dies)."""
+        with contextlib.suppress(OSError):  # a full pipe: the guard's scan finds it anyway
+            os.write(self._write, b"%d\n" % pgid)
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):

@@ -94,6 +94,7 @@ async def serve(paths: DaemonPaths, *, given: Mapping[str, Any], fallback: Engin
         untune_gc = None
         # Stops this engine's agents the moment the daemon dies (see tui.daemon.guard).
         guard = Guard(f"{ENV_ENGINE_ID}={engine.id}", log_fd)
+        engine.on_spawn = guard.spawned
         try:
             await engine.start()  # recovers what a crashed daemon left behind
             await server.start()

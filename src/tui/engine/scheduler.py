@@ -112,6 +112,8 @@ class Engine(Questions):
         self.stream = EventStream(store)
         self.output = OutputBuffer(store, self.stream.publish, self._output_not_stored)
         self._disk_kills: set[asyncio.Task[None]] = set()
+        # Told the pid (= process group) of every agent process started (the daemon's guard).
+        self.on_spawn: Callable[[int], None] | None = None
 
     @property
     def concurrency(self) -> int:
@@ -652,6 +654,8 @@ class Engine(Questions):
         await self.store.set_run_session(run.run_id, session_id)
 
     def process_started(self, run: Run, proc: Child) -> None:
+        if self.on_spawn is not None:
+            self.on_spawn(proc.pid)
         # Stored for crash recovery while the agent gets on with its work: nothing waits for
         # it but the end of the run, which is stored after it.
         run.recorded = asyncio.ensure_future(
