@@ -18,8 +18,18 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
     start.add_argument(
         "--foreground", action="store_true", help="run it here (for systemd or a debugger)"
     )
-    start.add_argument("--concurrency", type=int, metavar="N", help="(default: the config's, 4)")
-    start.add_argument("--shell", help="shell for shell tasks (default: the config's, bash)")
+    start.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="tasks at once, stored for the database (default: the stored value, else the "
+        "config's, else 4)",
+    )
+    start.add_argument(
+        "--shell",
+        help="shell for shell tasks, stored for the database (default: the stored one, else "
+        "the config's, else bash)",
+    )
     stop = dsub.add_parser(
         "stop",
         parents=[db],
