@@ -16,6 +16,7 @@ from tui.cli.common import (
     ignored_settings,
     open_store,
     settings_notes,
+    with_worktree_setting,
     workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
@@ -100,4 +101,4 @@ def _load(args: argparse.Namespace, known: set[str]) -> list[Task]:
     result = load_task_files(args.files, known_ids=known, defaults=workflow_defaults())
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    return result.tasks
+    return with_worktree_setting(result.tasks)
