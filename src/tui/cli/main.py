@@ -13,8 +13,8 @@ from tui.engine.scheduler import EngineError
 from tui.model.issues import TaskFileError
 from tui.store.db import StoreError
 
-_CONCURRENCY = "tasks at once (default: [settings] concurrency, else 4)"
-_SHELL = "shell for shell tasks (default: [settings] shell, else bash)"
+_CONCURRENCY = "tasks at once (default: the database's stored value, [settings] concurrency, 4)"
+_SHELL = "shell for shell tasks (default: the database's stored one, [settings] shell, bash)"
 _EXECUTOR = "where tasks run: local processes, or a Ray cluster (default: [executor] kind)"
 _FORCE = "submit the files' tasks even if the same tasks are already there, unfinished"
 

@@ -17,6 +17,7 @@ from tui.cli.common import (
     err,
     ignored_settings,
     open_store,
+    settings_notes,
     system_parts,
     with_worktree_setting,
     workflow_defaults,
@@ -46,6 +47,7 @@ async def cmd_open(args: argparse.Namespace) -> int:
     remote = await attach(db)
     notices: list[str] = []
     if remote is None:
+        notices += settings_notes(db, args)
         # The app's modules load while the daemon starts: two processes on two cores, instead
         # of one after the other (the first frame with 10k tasks: 1.04x -> 0.66x a DataTable).
         started, _ = await asyncio.gather(
@@ -85,13 +87,13 @@ async def _open_here(args: argparse.Namespace) -> int:
             return 1
         from tui.app.run_app import run_app
 
-        concurrency, shell = engine_settings(args)
+        chosen = await engine_settings(store, args)
         await run_app(
             store,
             tasks,
-            concurrency=concurrency,
+            concurrency=chosen.concurrency,
             mouse=not args.no_mouse,
-            shell=shell,
+            shell=chosen.shell,
             executor=engine_executor(args),  # [executor] in the config
         )
     return 0

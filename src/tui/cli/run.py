@@ -107,12 +107,12 @@ async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -
             "reach (an older tui?); stop it, then try again"
         )
         return 1
-    concurrency, shell = engine_settings(args)
+    chosen = await engine_settings(store, args)
     engine = Engine(
         store,
-        concurrency=concurrency,
+        concurrency=chosen.concurrency,
         auto_approve=not args.manual_approve,
-        shell=shell,
+        shell=chosen.shell,
         executor=engine_executor(args),
     )
     try:
