@@ -14,16 +14,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tui.store.db import Store
-from tui.store.paths import default_db_path
-from tui.store.records import EventRecord
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the store is imported by the commands that open one, when they do
     from tui.config.schema import Settings
+    from tui.store.db import Store
+    from tui.store.records import EventRecord
 
 
 def db_path(db: str | None) -> Path:
     """The database a command works on: --db, $TUI_DB, the config's, the default."""
+    from tui.store.paths import default_db_path
+
     return default_db_path(db, lambda: _settings().database)
 
 
@@ -31,6 +31,8 @@ def db_path(db: str | None) -> Path:
 async def open_store(db: str | None, *, create: bool = True) -> AsyncIterator[Store]:
     """Read-only commands pass ``create=False``: a missing database is an error, not a new
     empty file (which would hide where the real one is)."""
+    from tui.store.db import Store
+
     store = await Store.open(db_path(db), create=create)
     try:
         yield store
