@@ -416,3 +416,35 @@ async def test_a_start_cancelled_midway_leaves_no_process(
         await asyncio.sleep(0.01)
     # The parent's ends of its pipes are closed again.
     assert len(os.listdir("/proc/self/fd")) <= fds_before
+
+
+async def test_a_start_whose_loop_is_gone_before_it_finishes_leaves_no_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `tui run` interrupted mid-start: the runner is cancelled and the event loop closed while
+    # the child is still being started on its thread. The child is still killed and reaped.
+    import threading
+
+    monkeypatch.setattr(_HeldPopen, "go", threading.Event())
+    monkeypatch.setattr(_HeldPopen, "started", threading.Event())
+    monkeypatch.setattr(_HeldPopen, "pids", [])
+    monkeypatch.setattr(subprocess, "Popen", _HeldPopen)
+
+    async def cancel_midway() -> None:
+        task = asyncio.create_task(spawn(["sleep", "300"], cwd=None, env=None))
+        await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    def own_loop() -> None:
+        asyncio.run(cancel_midway())  # returns, and closes its loop, before the start is done
+
+    await asyncio.to_thread(own_loop)
+    _HeldPopen.go.set()
+    assert await asyncio.to_thread(_HeldPopen.started.wait, 10)
+    (pid,) = _HeldPopen.pids
+    deadline = time.monotonic() + 10
+    while proc_start_time(pid) is not None:
+        assert time.monotonic() < deadline, f"the child {pid} was left behind"
+        await asyncio.sleep(0.01)

@@ -312,9 +312,10 @@ def _start(
     return _Started(popen, out_r, err_r, in_w)
 
 
-def _abandon(fut: asyncio.Future[_Started]) -> None:
+def _abandon(fut: concurrent.futures.Future[_Started]) -> None:
     """The caller of ``spawn`` was cancelled while its child was being started: the child
-    must not outlive that (nobody would wait for it or end its group)."""
+    must not outlive that (nobody would wait for it or end its group). Called where the start
+    finishes (the spawn thread), so it happens even if the event loop is gone by then."""
     if fut.cancelled() or fut.exception() is not None:
         return
     started = fut.result()
@@ -323,7 +324,7 @@ def _abandon(fut: asyncio.Future[_Started]) -> None:
     for fd in (started.out_r, started.err_r, started.in_w):
         if fd >= 0:
             os.close(fd)
-    _spawn_pool().submit(started.popen.wait)  # reap it off the loop
+    started.popen.wait()  # reaped at once: it was SIGKILLed
 
 
 async def spawn(
@@ -340,12 +341,13 @@ async def spawn(
     if isinstance(argv, str | bytes) or not argv:
         raise ValueError("argv must be a non-empty sequence of arguments, not a string")
     loop = asyncio.get_running_loop()
-    fut = loop.run_in_executor(_spawn_pool(), _start, argv, cwd, env, stdin, executable)
+    started = _spawn_pool().submit(_start, argv, cwd, env, stdin, executable)
     try:
-        popen, out_r, err_r, in_w = await asyncio.shield(fut)
+        got: _Started = await asyncio.shield(asyncio.wrap_future(started))
     except asyncio.CancelledError:
-        fut.add_done_callback(_abandon)
+        started.add_done_callback(_abandon)
         raise
+    popen, out_r, err_r, in_w = got
     writer = None
     if in_w >= 0:
         pipe = open(in_w, "wb", 0)  # noqa: SIM115 - the transport owns and closes it
