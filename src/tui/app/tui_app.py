@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -50,7 +51,7 @@ from tui.gc_tuning import tune_gc
 from tui.model.issues import Issue, TaskFileError
 from tui.model.loader import load_task_files
 from tui.model.states import UNSUCCESSFUL, State
-from tui.store.records import OutputLine
+from tui.store.records import OutputLine, TaskRecord
 
 # States whose task has a process (or one waiting on a person) that `c` would kill.
 LIVE_STATES = frozenset({State.RUNNING, State.READY, State.BLOCKED})
@@ -66,6 +67,25 @@ class MainScreen(Screen[None]):
         bindings = super().active_bindings
         first = {k: b for k, b in bindings.items() if b.binding.action in ("help", "quit")}
         return {**first, **{k: b for k, b in bindings.items() if k not in first}}
+
+
+RESULT_WIDTH = 40  # characters of a result shown under the output pane
+
+
+def result_line(rec: TaskRecord) -> str:
+    """``result: …`` — the first line of the task's result, cut to fit; "" without one."""
+    try:
+        value = rec.parsed_result
+    except ValueError:
+        value = rec.result
+    if value is None or value == "":
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    lines = text.strip().splitlines() or [""]
+    first = lines[0] + (" …" if len(lines) > 1 else "")
+    if len(first) > RESULT_WIDTH:
+        first = first[: RESULT_WIDTH - 1] + "…"
+    return f"result: {first}"
 
 
 class TuiApp(App[None]):
@@ -278,6 +298,8 @@ class TuiApp(App[None]):
             self._list.upsert(records)
             if self._selected is None and records:
                 await self._show_selected()
+            elif self._selected in ids:
+                self._update_right_title()  # its result may have arrived
         if self._graph_dirty and self._tabs.active == "dag-tab":
             self._apply_graph()
         if self._questions_dirty:
@@ -404,7 +426,10 @@ class TuiApp(App[None]):
         title = rec.name if rec else ""
         if not self._output.follow:
             title = f"{title} · {PAUSED_LABEL}" if title else PAUSED_LABEL
-        self._right.border_title = title
+        # Last, with the task's result, so a glance at a finished task says what it produced
+        # (`tui ls --json` has it whole); a narrow pane cuts it first.
+        result = result_line(rec) if rec else ""
+        self._right.border_title = f"{title} · {result}" if result else title
 
     @on(DagView.Selected)
     async def _dag_selected(self, message: DagView.Selected) -> None:
@@ -695,7 +720,8 @@ class TuiApp(App[None]):
             return
         try:
             known = {r.id for r in await self.engine.list_tasks()}
-            result = load_task_files([Path(path).expanduser()], known_ids=known)
+            defaults = load_settings()[0].workflow_defaults()  # config.toml's on_error, hooks
+            result = load_task_files([Path(path).expanduser()], known_ids=known, defaults=defaults)
             await self.engine.submit(result.tasks)
         except TaskFileError as e:
             self._notify_issues(e.issues, path)

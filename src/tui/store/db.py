@@ -246,12 +246,14 @@ class Store:
         tokens_out: int = 0,
         session_id: str = "",
         then: Move | None = None,
+        result: str | None = None,
         then_deps: list[str] | None = None,
     ) -> TaskRecord | None:
         """Close a run and add its cost and tokens to the task's totals; with ``then``, also
         make that transition in the same transaction (one round trip where two were), its
-        journal row carrying the run's end (else a ``run_ended`` row does).
-        Returns the task ``then`` moved (None without one, or if it did not happen)."""
+        journal row carrying the run's end (else a ``run_ended`` row does); with ``result``
+        (JSON) store the task's result in it too: a crash never keeps a run's end without its
+        result. Returns the task ``then`` moved (None without one, or if it did not happen)."""
         now = time.time()
         fields = {
             "outcome": outcome,
@@ -264,13 +266,14 @@ class Store:
         }
 
         def tx(t: Any) -> TaskRecord | None:
-            if then is None:
-                runs.end(t, run_id, fields, now)
-                return None
             # One journal row for both: the task's next state carries the run's end in its
             # data ({"run_id", "outcome", "exit_code", ...}); a run_ended row of its own only
-            # when the task did not move.
-            ended = runs.end(t, run_id, fields, now, journal=False)
+            # when there is no such move or it did not happen.
+            ended = runs.end(t, run_id, fields, now, journal=then is None)
+            if result is not None:
+                runs.set_task_result(t, run_id, result)
+            if then is None:
+                return None
             data = None if ended is None else {k: v for k, v in ended.items() if k != "task_id"}
             moved = tasks.transition(t, then, now, data=data, deps=then_deps)
             if moved is None and ended is not None:
