@@ -14,8 +14,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the store is imported by the commands that open one, when they do
+if TYPE_CHECKING:  # the store and models are imported by the commands that use them
     from tui.config.schema import Settings
+    from tui.model.task import Task
     from tui.model.workflow import FileDefaults
     from tui.store.db import Store
     from tui.store.records import EventRecord
@@ -46,6 +47,13 @@ def _settings() -> Settings:
     from tui.config.load import settings_or_raise
 
     return settings_or_raise()
+
+
+def with_worktree_setting(tasks: list[Task]) -> list[Task]:
+    """Loaded tasks with the config's ``worktree`` setting applied."""
+    from tui.model.task import default_worktree
+
+    return default_worktree(tasks, _settings().worktree)
 
 
 def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
