@@ -12,10 +12,12 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the store and models are imported by the commands that use them
     from tui.config.schema import Settings
+    from tui.engine.runner import Executor
+    from tui.engine.settings import EngineSettings
     from tui.model.task import Task
     from tui.model.workflow import FileDefaults
     from tui.store.db import Store
@@ -56,13 +58,48 @@ def with_worktree_setting(tasks: list[Task]) -> list[Task]:
     return default_worktree(tasks, _settings().worktree)
 
 
-def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
-    """(concurrency, shell): the command-line flag, else the config, else the built-in."""
+def given_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The engine settings given on this command line (None: not given)."""
+    return {"concurrency": args.concurrency or None, "shell": args.shell or None}
+
+
+def config_settings() -> EngineSettings:
+    """The engine settings of the config, else the built-in defaults."""
     from tui.config.schema import DEFAULT_CONCURRENCY, DEFAULT_SHELL
+    from tui.engine.settings import EngineSettings
 
     settings = _settings()
-    concurrency = args.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
-    return concurrency, args.shell or settings.shell or DEFAULT_SHELL
+    return EngineSettings(
+        settings.concurrency or DEFAULT_CONCURRENCY, settings.shell or DEFAULT_SHELL
+    )
+
+
+async def engine_settings(store: Store, args: argparse.Namespace) -> EngineSettings:
+    """The settings an engine this command starts on ``store`` runs with: the flag (stored
+    for the next engine on the database), else the stored one, else the config, else the
+    built-in (tui.engine.settings). Says so when a flag replaces a stored value."""
+    from tui.engine.settings import settle_stored
+
+    chosen, notes = await settle_stored(store, given_settings(args), config_settings())
+    for note in notes:
+        err(note)
+    return chosen
+
+
+def settings_notes(db: Path, args: argparse.Namespace) -> list[str]:
+    """What a daemon started for ``db`` with these flags will replace (told before it starts,
+    since it tells only its log)."""
+    from tui.engine.settings import settle
+    from tui.store.db import stored_settings
+
+    return settle(given_settings(args), stored_settings(db), config_settings(), str(db)).notes
+
+
+def engine_executor(args: argparse.Namespace) -> Executor | None:
+    """The executor ``--executor`` (else [executor] in the config) asks for; None = local."""
+    from tui.config.executor import executor_settings, make_executor
+
+    return make_executor(executor_settings(getattr(args, "executor", None)))
 
 
 def workflow_defaults() -> FileDefaults:
@@ -78,7 +115,8 @@ def ignored_settings(
 ) -> str | None:
     """What to tell the user when --concurrency / --shell were given but cannot apply, because
     ``engine`` (another process's) already schedules the database; None when none were."""
-    given = [f"--{name}" for name in ("concurrency", "shell") if getattr(args, name, None)]
+    names = ("concurrency", "shell", "executor")
+    given = [f"--{name}" for name in names if getattr(args, name, None)]
     if not given:
         return None
     verb = "applies" if len(given) == 1 else "apply"

@@ -11,10 +11,12 @@ import sys
 from tui.cli.common import (
     DAEMON_SETTINGS,
     db_path,
+    engine_executor,
     engine_settings,
     err,
     ignored_settings,
     open_store,
+    settings_notes,
     with_worktree_setting,
     workflow_defaults,
 )
@@ -43,6 +45,7 @@ async def cmd_open(args: argparse.Namespace) -> int:
     remote = await attach(db)
     notices: list[str] = []
     if remote is None:
+        notices += settings_notes(db, args)
         # The app's modules load while the daemon starts: two processes on two cores, instead
         # of one after the other (the first frame with 10k tasks: 1.04x -> 0.66x a DataTable).
         started, _ = await asyncio.gather(
@@ -82,8 +85,15 @@ async def _open_here(args: argparse.Namespace) -> int:
             return 1
         from tui.app.run_app import run_app
 
-        concurrency, shell = engine_settings(args)
-        await run_app(store, tasks, concurrency=concurrency, mouse=not args.no_mouse, shell=shell)
+        chosen = await engine_settings(store, args)
+        await run_app(
+            store,
+            tasks,
+            concurrency=chosen.concurrency,
+            mouse=not args.no_mouse,
+            shell=chosen.shell,
+            executor=engine_executor(args),  # [executor] in the config
+        )
     return 0
 
 

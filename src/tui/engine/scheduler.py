@@ -118,6 +118,8 @@ class Engine(RunEnd, Questions):
         self.stream = EventStream(store)
         self.output = OutputBuffer(store, self.stream.publish, self._output_not_stored)
         self._disk_kills: set[asyncio.Task[None]] = set()
+        # Told the pid (= process group) of every agent process started (the daemon's guard).
+        self.on_spawn: Callable[[int], None] | None = None
         self.worktrees = Worktrees(store)
         self.hooks = HookRunner(store, self._tasks_get, defaults.hooks if defaults else None)
 
@@ -169,6 +171,7 @@ class Engine(RunEnd, Questions):
             run.kill_reason = run.kill_reason or "shutdown"
         await asyncio.gather(*(self.executor.kill(run) for run in runs))
         await asyncio.gather(*self._runners, return_exceptions=True)
+        await self.executor.close()
         await self.output.flush()
         await self.hooks.stop()
         await self.store.unregister_engine(self.id)
@@ -574,7 +577,14 @@ class Engine(RunEnd, Questions):
     async def session_started(self, run: Run, session_id: str) -> None:
         await self.store.set_run_session(run.run_id, session_id)
 
+    async def node_started(self, run: Run, node: str) -> None:
+        new = await self.store.set_run_node(run.run_id, node)
+        if new is not None:
+            self._took(new)
+
     def process_started(self, run: Run, proc: Child) -> None:
+        if self.on_spawn is not None:
+            self.on_spawn(proc.pid)
         # Stored for crash recovery while the agent gets on with its work: nothing waits for
         # it but the end of the run, which is stored after it.
         run.recorded = asyncio.ensure_future(

@@ -20,7 +20,7 @@ from tui.model.states import State
 from tui.model.task import Task
 from tui.store import engines, health, journal, output, questions, runs, tasks, worktrees
 from tui.store.chunks import ChunkRow, LineRow, group_rows
-from tui.store.engines import engine_sockets
+from tui.store.engines import engine_sockets, stored_settings
 from tui.store.errors import DatabaseFileError, DiskFullError, StoreError
 from tui.store.health import FileIdentity
 from tui.store.questions import WAITING_REASON, waiting_reason
@@ -45,6 +45,7 @@ __all__ = [
     "Store",
     "StoreError",
     "engine_sockets",
+    "stored_settings",
     "waiting_reason",
 ]
 
@@ -230,6 +231,11 @@ class Store:
         """Record a run's process. ``proc_start`` may be a function: it is then called in the
         database thread (reading /proc for a child still in exec can wait a millisecond)."""
         await self._db.call(lambda t: runs.set_process(t, run_id, pid, pgid, proc_start))
+
+    async def set_run_node(self, run_id: int, node: str) -> TaskRecord | None:
+        """Where the run runs (a Ray node id), shown in the task list's NODE column."""
+        now = time.time()
+        return await self._db.call(lambda t: runs.set_node(t, run_id, node, now))
 
     async def set_run_session(self, run_id: int, session_id: str) -> None:
         await self._db.call(lambda t: runs.set_session(t, run_id, session_id))
@@ -469,6 +475,15 @@ class Store:
         """Where the engine serves its clients (tui.daemon.server)."""
         await self._db.call(lambda t: engines.set_socket(t, engine_id, socket))
 
+    async def engine_settings(self) -> dict[str, Any]:
+        """The settings this database's engines were last told to run with (name → value)."""
+        return await self._db.call(engines.settings, write=False)
+
+    async def save_engine_settings(self, values: dict[str, Any]) -> None:
+        """Store ``values`` (replacing those of the same names) for the engines to come."""
+        now = time.time()
+        await self._db.call(lambda t: engines.save_settings(t, values, now))
+
 
 def _deps(base: TaskRecord | None, task_id: str) -> list[str] | None:
     """The dependencies of ``task_id`` as ``base`` holds them (they never change once stored)."""
@@ -476,7 +491,11 @@ def _deps(base: TaskRecord | None, task_id: str) -> list[str] | None:
 
 
 def _based(rec: TaskRecord | None, base: TaskRecord | None) -> TaskRecord | None:
-    """``rec`` with the spec ``base`` already parsed (specs never change once stored)."""
-    if rec is not None and base is not None and not isinstance(base.spec, str):
-        rec.spec = base.spec
+    """``rec`` with the spec ``base`` already parsed (specs never change once stored) while
+    the task is in play. A settled task keeps the stored JSON it was read with (parsed again
+    only if something reads it): a parsed spec is a few kB of models, and a daemon that has
+    run 30,000 tasks must hold what one that just loaded them does."""
+    if rec is None or base is None or isinstance(base.spec, str) or rec.settled:
+        return rec
+    rec.spec = base.spec
     return rec
