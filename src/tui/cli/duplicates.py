@@ -29,7 +29,12 @@ async def go_ahead(store: Store, tasks: Sequence[Task], *, force: bool) -> bool:
     for r in records:
         if not r.settled:
             unfinished.setdefault(_same_spec(r.task), r)
-    copies = [(t, unfinished[k]) for t in tasks if (k := _same_spec(t)) in unfinished]
+    # (No stored task unfinished, as in a fresh database: nothing to compare the new ones to.)
+    copies = (
+        [(t, unfinished[k]) for t in tasks if (k := _same_spec(t)) in unfinished]
+        if unfinished
+        else []
+    )
     if copies and not force:
         shown = ", ".join(f"{t.name} ({r.id[:8]}, {r.state.value})" for t, r in copies[:5])
         more = f" and {len(copies) - 5} more" if len(copies) > 5 else ""

@@ -237,6 +237,9 @@ class RemoteEngine(Client):
             await writer.drain()
         except ConnectionError as e:
             self._pending.pop(rid, None)
+            if self._writer is writer:  # dead: a query's next attempt attaches again (the
+                self._writer = None  # reader may not have seen the end of the connection yet)
+                writer.close()
             raise DaemonUnavailable(f"lost the tui daemon for {self.paths.db}") from e
         try:
             async with asyncio.timeout(_timeout(message)):  # not wait_for: see _open

@@ -149,7 +149,10 @@ class Store:
         """``transition`` of a ``Move``. ``base``, the caller's record of the task, lends the
         result its parsed spec (a spec never changes after submission)."""
         now = time.time()
-        return await self._db.call(lambda t: _based(tasks.transition(t, move, now), base))
+        deps = _deps(base, move.task_id)
+        return await self._db.call(
+            lambda t: _based(tasks.transition(t, move, now, deps=deps), base)
+        )
 
     async def move_many(
         self, moves: Sequence[tuple[Move, TaskRecord | None]]
@@ -158,7 +161,10 @@ class Store:
         round trip). Each is checked on its own; one refused does not stop the others."""
         now = time.time()
         return await self._db.call(
-            lambda t: [_based(tasks.transition(t, m, now), base) for m, base in moves]
+            lambda t: [
+                _based(tasks.transition(t, m, now, deps=_deps(base, m.task_id)), base)
+                for m, base in moves
+            ]
         )
 
     async def update_task_record(
@@ -213,7 +219,8 @@ class Store:
         """``begin_run``, and in the same transaction what the new attempt may need to know:
         the task's earlier runs and every question asked about it."""
         now = time.time()
-        began = await self._db.call(lambda t: runs.start(t, task_id, engine_id, now))
+        deps = _deps(base, task_id)
+        began = await self._db.call(lambda t: runs.start(t, task_id, engine_id, now, deps))
         if began is not None:
             _based(began.task, base)
         return began
@@ -246,12 +253,13 @@ class Store:
         session_id: str = "",
         then: Move | None = None,
         result: str | None = None,
+        then_deps: list[str] | None = None,
     ) -> TaskRecord | None:
         """Close a run and add its cost and tokens to the task's totals; with ``then``, also
-        make that transition in the same transaction (one round trip where two were), and
-        with ``result`` (JSON) store the task's result in it too: a crash never keeps a run's
-        end without its result. Returns the task ``then`` moved (None without one, or if it
-        did not happen)."""
+        make that transition in the same transaction (one round trip where two were), its
+        journal row carrying the run's end (else a ``run_ended`` row does); with ``result``
+        (JSON) store the task's result in it too: a crash never keeps a run's end without its
+        result. Returns the task ``then`` moved (None without one, or if it did not happen)."""
         now = time.time()
         fields = {
             "outcome": outcome,
@@ -264,10 +272,19 @@ class Store:
         }
 
         def tx(t: Any) -> TaskRecord | None:
-            runs.end(t, run_id, fields, now)
+            # One journal row for both: the task's next state carries the run's end in its
+            # data ({"run_id", "outcome", "exit_code", ...}); a run_ended row of its own only
+            # when there is no such move or it did not happen.
+            ended = runs.end(t, run_id, fields, now, journal=then is None)
             if result is not None:
                 runs.set_task_result(t, run_id, result)
-            return tasks.transition(t, then, now) if then is not None else None
+            if then is None:
+                return None
+            data = None if ended is None else {k: v for k, v in ended.items() if k != "task_id"}
+            moved = tasks.transition(t, then, now, data=data, deps=then_deps)
+            if moved is None and ended is not None:
+                runs.journal_end(t, ended, now)
+            return moved
 
         return await self._db.call(tx)
 
@@ -275,7 +292,9 @@ class Store:
         self, run_id: int, *, base: TaskRecord | None = None, **fields: Any
     ) -> TaskRecord | None:
         """``end_run``, with ``base`` lending the moved task its parsed spec."""
-        return _based(await self.end_run(run_id, **fields), base)
+        then = fields.get("then")
+        deps = _deps(base, then.task_id) if then is not None else None
+        return _based(await self.end_run(run_id, then_deps=deps, **fields), base)
 
     async def runs(self, task_id: str | None = None, *, open_only: bool = False) -> list[RunRecord]:
         return await self._db.call(lambda t: runs.select(t, task_id, open_only), write=False)
@@ -464,6 +483,11 @@ class Store:
         """Store ``values`` (replacing those of the same names) for the engines to come."""
         now = time.time()
         await self._db.call(lambda t: engines.save_settings(t, values, now))
+
+
+def _deps(base: TaskRecord | None, task_id: str) -> list[str] | None:
+    """The dependencies of ``task_id`` as ``base`` holds them (they never change once stored)."""
+    return base.depends_on if base is not None and base.id == task_id else None
 
 
 def _based(rec: TaskRecord | None, base: TaskRecord | None) -> TaskRecord | None:

@@ -229,7 +229,7 @@ def _run_jobs(
                 out[i] = (False, error, [])
             group.clear()
 
-    for fn, write in jobs:
+    for i, (fn, write) in enumerate(jobs):
         t = Tx(db)
         if not write:
             commit()  # a read-only job may open its own transaction (setup does)
@@ -238,10 +238,14 @@ def _run_jobs(
             except Exception as e:
                 out.append((False, e, []))
             continue
+        # A write with no other write in its transaction (none before it, none after it in
+        # this batch) needs no savepoint: its rollback is the transaction's.
+        alone = not db.in_transaction and (i + 1 == len(jobs) or not jobs[i + 1][1])
         try:
             if not db.in_transaction:
                 db.execute("BEGIN IMMEDIATE")
-            db.execute("SAVEPOINT job")
+            if not alone:
+                db.execute("SAVEPOINT job")
         except Exception as e:  # could not even start (locked for too long, disk gone)
             commit()
             out.append((False, e, []))
@@ -249,13 +253,18 @@ def _run_jobs(
         try:
             result = fn(t)
         except BaseException as e:
-            undo(e)
+            if alone:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            else:
+                undo(e)
             if not isinstance(e, Exception):
                 commit()
                 raise
             out.append((False, e, []))
             continue
-        db.execute("RELEASE job")
+        if not alone:
+            db.execute("RELEASE job")
         group.append(len(out))
         out.append((True, result, t.events))
     commit()
