@@ -41,7 +41,8 @@ async def run_argv(argv: list[str], *, timeout: float, cwd: str | None = None) -
         start_new_session=True,
     )
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout or None)
+        async with asyncio.timeout(timeout or None):
+            out, _ = await proc.communicate()
         code: int | None = proc.returncode
     except TimeoutError:
         out, code = b"", None

@@ -87,7 +87,8 @@ async def _ask(e: Engine, m: api.Ask) -> api.Asked:
     waiter = e._waiters.get(question_id)
     if waiter is not None:
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), m.timeout or None)
+            async with asyncio.timeout(m.timeout or None):  # not wait_for: see daemon.remote
+                await asyncio.shield(waiter)
         except TimeoutError:
             await _expire_quietly(e, question_id)
         except asyncio.CancelledError:

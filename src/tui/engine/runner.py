@@ -188,8 +188,9 @@ class LocalExecutor:
         while remaining > 0:
             await run.working.wait()
             started = loop.time()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(run.waiting.wait(), remaining)
+            with contextlib.suppress(TimeoutError):  # not wait_for: see daemon.remote
+                async with asyncio.timeout(remaining):
+                    await run.waiting.wait()
             remaining -= loop.time() - started
         run.kill_reason = run.kill_reason or "timeout"
         await self.kill(run)
