@@ -373,8 +373,8 @@ class Engine(Questions):
         **updates: Any,
     ) -> TaskRecord | None:
         """Compare-and-set ``task_id`` to ``to``; the updated record, or None if refused."""
-        new = await self.store.move(
-            Move(task_id, expected, to, reason, updates), self._tasks.get(task_id)
+        new = await self.store.transition(
+            task_id, expected, to, reason, base=self._tasks.get(task_id), **updates
         )
         if new is not None:
             self._took(new)
@@ -584,7 +584,7 @@ class Engine(Questions):
             move, retrying = self._attempt_move(rec, outcome, error or "exit code 0")
         while True:
             try:
-                new = await self.store.end_run_record(
+                new = await self.store.end_run(
                     run.run_id,
                     outcome="interrupted" if interrupted else outcome.value,
                     exit_code=result.exit_code,

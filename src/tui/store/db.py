@@ -132,28 +132,25 @@ class Store:
         expected: State | Collection[State],
         to: State,
         reason: str = "",
+        *,
+        base: TaskRecord | None = None,
         **updates: Any,
     ) -> TaskRecord | None:
         """Compare-and-set: move ``task_id`` to ``to`` only if it is now in ``expected``.
 
         Returns the updated task, or None (and changes nothing) when another writer got there
         first or the state table forbids the move. ``updates`` sets other task columns in the
-        same transaction.
+        same transaction. ``base``, the caller's record of the task, lends the result its
+        parsed spec (a spec never changes after submission); so it does in the methods below.
         """
         now = time.time()
         move = Move(task_id, expected, to, reason, updates)
-        return await self._db.call(lambda t: tasks.transition(t, move, now))
-
-    async def move(self, move: Move, base: TaskRecord | None = None) -> TaskRecord | None:
-        """``transition`` of a ``Move``. ``base``, the caller's record of the task, lends the
-        result its parsed spec (a spec never changes after submission)."""
-        now = time.time()
         return await self._db.call(lambda t: _based(tasks.transition(t, move, now), base))
 
     async def move_many(
         self, moves: Sequence[tuple[Move, TaskRecord | None]]
     ) -> list[TaskRecord | None]:
-        """Several ``move``s in one transaction, in order (a cascade of any length is one
+        """Several ``transition``s in one transaction, in order (a cascade of any length is one
         round trip). Each is checked on its own; one refused does not stop the others."""
         now = time.time()
         return await self._db.call(
@@ -239,6 +236,7 @@ class Store:
         tokens_out: int = 0,
         session_id: str = "",
         then: Move | None = None,
+        base: TaskRecord | None = None,
     ) -> TaskRecord | None:
         """Close a run and add its cost and tokens to the task's totals; with ``then``, also
         make that transition in the same transaction (one round trip where two were).
@@ -256,15 +254,9 @@ class Store:
 
         def tx(t: Any) -> TaskRecord | None:
             runs.end(t, run_id, fields, now)
-            return tasks.transition(t, then, now) if then is not None else None
+            return _based(tasks.transition(t, then, now), base) if then is not None else None
 
         return await self._db.call(tx)
-
-    async def end_run_record(
-        self, run_id: int, *, base: TaskRecord | None = None, **fields: Any
-    ) -> TaskRecord | None:
-        """``end_run``, with ``base`` lending the moved task its parsed spec."""
-        return _based(await self.end_run(run_id, **fields), base)
 
     async def runs(self, task_id: str | None = None, *, open_only: bool = False) -> list[RunRecord]:
         return await self._db.call(lambda t: runs.select(t, task_id, open_only), write=False)
@@ -354,32 +346,17 @@ class Store:
         payload: dict[str, Any],
         *,
         expected: Collection[State],
+        base: TaskRecord | None = None,
     ) -> TaskRecord | None:
         """Store an open question and put the task in READY (the checked transition), in one
         transaction. A task already READY stays READY. Returns the task, or None (refused)."""
         now = time.time()
         return await self._db.call(
-            lambda t: questions.raise_(
-                t, question_id, task_id, run_id, kind, payload, expected, now
+            lambda t: _based(
+                questions.raise_(t, question_id, task_id, run_id, kind, payload, expected, now),
+                base,
             )
         )
-
-    async def raise_question_record(
-        self,
-        question_id: str,
-        task_id: str,
-        run_id: int | None,
-        kind: str,
-        payload: dict[str, Any],
-        *,
-        expected: Collection[State],
-        base: TaskRecord | None = None,
-    ) -> TaskRecord | None:
-        """``raise_question``, with ``base`` lending the task its parsed spec."""
-        raised = await self.raise_question(
-            question_id, task_id, run_id, kind, payload, expected=expected
-        )
-        return _based(raised, base)
 
     async def close_question(
         self, question_id: str, status: str, answer: dict[str, Any] | None = None

@@ -26,7 +26,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tui.model.states import State
 from tui.store import health, journal
 from tui.store.errors import StoreError
 from tui.store.records import EventRecord
@@ -49,18 +48,7 @@ class Tx:
     def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.db.execute(sql, args).fetchall()]
 
-    def event(
-        self,
-        task_id: str,
-        kind: str,
-        frm: State | None,
-        to: State | None,
-        reason: str,
-        data: dict[str, Any] | None,
-        at: float,
-    ) -> None:
-        """Append a journal row; listeners get it once the transaction commits."""
-        self.events.append(journal.insert(self.db, task_id, kind, frm, to, reason, data, at))
+    event = journal.insert  # t.event(task_id, kind, from, to, reason, data, at)
 
 
 Job = tuple[Callable[[Tx], Any], bool, "asyncio.Future[Any]"]
