@@ -34,6 +34,11 @@ from tui.store.schema import MIGRATIONS
 T = TypeVar("T")
 
 
+def sqlite_uri(path: Path, mode: str) -> str:
+    """SQLite's URI of ``path``, quoted: a `?`, `#` or `%` in a folder name stays a name."""
+    return f"{path.absolute().as_uri()}?mode={mode}"
+
+
 class Tx:
     """What a transaction function gets: the connection, and a journal writer."""
 
@@ -106,7 +111,7 @@ class Database:
     @classmethod
     async def connect(cls, path: Path, *, create: bool) -> Database:
         """Open ``path``; without ``create``, a missing file is an error, never a new one."""
-        uri = f"{path.absolute().as_uri()}?mode={'rwc' if create else 'rw'}"
+        uri = sqlite_uri(path, "rwc" if create else "rw")
         thread = _Thread()
         try:
             conn = await thread.submit(lambda: sqlite3.connect(uri, uri=True, isolation_level=None))
