@@ -44,13 +44,15 @@ from tui.config.templates import (
     template_sources,
 )
 from tui.daemon.remote import DaemonStopped
+from tui.engine.copies import ambiguous_names, copies_text, unfinished_copies
 from tui.engine.events import Event, Notice, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
 from tui.gc_tuning import tune_gc
 from tui.model.issues import Issue, TaskFileError
 from tui.model.loader import load_task_files
 from tui.model.states import UNSUCCESSFUL, State
-from tui.store.records import OutputLine
+from tui.model.task import Task
+from tui.store.records import OutputLine, TaskRecord
 
 # States whose task has a process (or one waiting on a person) that `c` would kill.
 LIVE_STATES = frozenset({State.RUNNING, State.READY, State.BLOCKED})
@@ -694,16 +696,39 @@ class TuiApp(App[None]):
         if not path:
             return
         try:
-            known = {r.id for r in await self.engine.list_tasks()}
-            result = load_task_files([Path(path).expanduser()], known_ids=known)
-            await self.engine.submit(result.tasks)
+            records = await self.engine.list_tasks()
+            tasks = load_task_files(
+                [Path(path).expanduser()], known_ids={r.id for r in records}
+            ).tasks
         except TaskFileError as e:
             self._notify_issues(e.issues, path)
             return
         except EngineError as e:
             self.notify(str(e), severity="error", timeout=8)
             return
-        self.notify(f"submitted {len(result.tasks)} task(s) from {path}")
+        copies = unfinished_copies(records, tasks)
+        if not copies:
+            await self._submit_tasks(tasks, path, records)
+            return
+
+        # As `tui open FILE` does: a second copy of unfinished tasks only if the person says so.
+        async def answered(yes: bool | None) -> None:
+            if yes:
+                await self._submit_tasks(tasks, path, records)
+            else:
+                self.notify("nothing submitted", timeout=4)
+
+        self.push_screen(Confirm(f"{copies_text(copies)}. Submit another copy?"), answered)
+
+    async def _submit_tasks(self, tasks: list[Task], path: str, records: list[TaskRecord]) -> None:
+        try:
+            await self.engine.submit(tasks)
+        except EngineError as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        self.notify(f"submitted {len(tasks)} task(s) from {path}")
+        for note in ambiguous_names(records, tasks):
+            self.notify(note, severity="warning", timeout=8)
         self._graph_dirty = True
 
 
