@@ -75,15 +75,9 @@ class LogView(LogPages, can_focus=True):
     }
     """
 
-    def __init__(
-        self,
-        source: LogSource,
-        *,
-        name: str | None = None,
-        id: str | None = None,
-        classes: str | None = None,
-    ) -> None:
-        super().__init__(source, name=name, id=id, classes=classes)
+    def __init__(self, source: LogSource, **widget: str | None) -> None:
+        """``widget``: name, id, classes (as ``LogPages`` takes them)."""
+        super().__init__(source, **widget)
         self._strips: LRUCache[int, Strip] = LRUCache(2048)
         self._styles: dict[str, Style] = {}
         self._term = ""
