@@ -149,7 +149,9 @@ def test_retry_delay_formulas() -> None:
     exp = RetryConfig(max_attempts=5, backoff="exponential", delay=2)
     assert [retry_delay(lin, n, Mid()) for n in (1, 2, 3)] == [2, 4, 6]
     assert [retry_delay(exp, n, Mid()) for n in (1, 2, 3, 4)] == [2, 4, 8, 16]
-    assert retry_delay(RetryConfig(delay=3), 4, Mid()) == 3
+    # Unset is exponential (issue 12, as the seed's RetryConfig); `none` keeps the delay.
+    assert retry_delay(RetryConfig(delay=3), 4, Mid()) == 24
+    assert retry_delay(RetryConfig(delay=3, backoff="none"), 4, Mid()) == 3
     for _ in range(100):
         assert 1.6 <= retry_delay(exp, 1, random.Random()) <= 2.4
 

@@ -59,7 +59,7 @@ def test_retry_defaults():
 
 def test_enum_values():
     assert [p.value for p in Priority] == ["", "high", "normal", "low"]
-    assert [b.value for b in Backoff] == ["", "linear", "exponential"]
+    assert [b.value for b in Backoff] == ["", "none", "linear", "exponential"]
     assert PermissionMode.ACCEPT_EDITS == "acceptEdits"
     assert PermissionMode.BYPASS == "bypassPermissions"
     assert PermissionMode.DONT_ASK == "dontAsk"

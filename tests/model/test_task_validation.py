@@ -167,8 +167,8 @@ def test_backoff(one_error):
         """
     )
     assert (issue.field, issue.line) == ("retry.backoff", 4)
-    assert "must be one of linear, exponential (or leave it out); got 'expo'" in issue.message
-    assert "linear or exponential" in issue.fix
+    assert "must be one of none, linear, exponential (or leave it out); got 'expo'" in issue.message
+    assert "exponential (the default), linear, or none" in issue.fix
 
 
 def test_retry_delay(load_ok, one_error):

@@ -39,7 +39,7 @@ class ShellAdapter:
             )
         if code == 0:
             return RunResult(State.COMPLETED, exit_code=0, result=result)
-        return RunResult(State.FAILED, exit_code=code, error=_describe_exit(code))
+        return RunResult(State.FAILED, exit_code=code, error=_describe_exit(code), result=result)
 
 
 def _describe_exit(code: int) -> str:

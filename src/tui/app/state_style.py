@@ -25,6 +25,7 @@ STATE_STYLES: dict[State, StateStyle] = {
     State.TIMED_OUT: StateStyle("⌛", "error", "timed out"),
     State.CANCELLED: StateStyle("⊘", "text-muted", "cancelled"),
     State.BUDGET_EXCEEDED: StateStyle("$", "error", "over budget"),
+    State.SKIPPED: StateStyle("↷", "text-muted", "skipped"),
 }
 
 
@@ -40,7 +41,7 @@ STATE_WORDS: dict[str, frozenset[State]] = {
     "completed": frozenset({State.COMPLETED}),
     "canceled": frozenset({State.CANCELLED}),
     "waiting": frozenset({State.READY, State.BLOCKED}),
-    "finished": frozenset({State.COMPLETED, State.CANCELLED, *FAILED_GROUP}),
+    "finished": frozenset({State.COMPLETED, State.CANCELLED, State.SKIPPED, *FAILED_GROUP}),
 }
 
 

@@ -3,6 +3,7 @@ Here the screen and how it follows the engine; what each key does is in ``app_ac
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -39,7 +40,7 @@ from tui.engine.events import Event, Notice, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
 from tui.gc_tuning import tune_gc
 from tui.model.states import UNSUCCESSFUL, State
-from tui.store.records import OutputLine
+from tui.store.records import OutputLine, TaskRecord
 
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
 
@@ -53,6 +54,25 @@ class MainScreen(Screen[None]):
         bindings = super().active_bindings
         first = {k: b for k, b in bindings.items() if b.binding.action in ("help", "quit")}
         return {**first, **{k: b for k, b in bindings.items() if k not in first}}
+
+
+RESULT_WIDTH = 40  # characters of a result shown under the output pane
+
+
+def result_line(rec: TaskRecord) -> str:
+    """``result: …`` — the first line of the task's result, cut to fit; "" without one."""
+    try:
+        value = rec.parsed_result
+    except ValueError:
+        value = rec.result
+    if value is None or value == "":
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    lines = text.strip().splitlines() or [""]
+    first = lines[0] + (" …" if len(lines) > 1 else "")
+    if len(first) > RESULT_WIDTH:
+        first = first[: RESULT_WIDTH - 1] + "…"
+    return f"result: {first}"
 
 
 class TuiApp(AppActions):
@@ -265,6 +285,8 @@ class TuiApp(AppActions):
             self._list.upsert(records)
             if self._selected is None and records:
                 await self._show_selected()
+            elif self._selected in ids:
+                self._update_right_title()  # its result may have arrived
         if self._graph_dirty and self._tabs.active == "dag-tab":
             self._apply_graph()
         if self._questions_dirty:
@@ -391,7 +413,10 @@ class TuiApp(AppActions):
         title = rec.name if rec else ""
         if not self._output.follow:
             title = f"{title} · {PAUSED_LABEL}" if title else PAUSED_LABEL
-        self._right.border_title = title
+        # Last, with the task's result, so a glance at a finished task says what it produced
+        # (`tui ls --json` has it whole); a narrow pane cuts it first.
+        result = result_line(rec) if rec else ""
+        self._right.border_title = f"{title} · {result}" if result else title
 
     @on(DagView.Selected)
     async def _dag_selected(self, message: DagView.Selected) -> None:

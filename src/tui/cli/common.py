@@ -20,6 +20,7 @@ from tui.store.records import EventRecord
 
 if TYPE_CHECKING:
     from tui.config.schema import Settings
+    from tui.model.workflow import FileDefaults
 
 
 def db_path(db: str | None) -> Path:
@@ -52,6 +53,11 @@ def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
     settings = _settings()
     concurrency = args.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
     return concurrency, args.shell or settings.shell or DEFAULT_SHELL
+
+
+def workflow_defaults() -> FileDefaults:
+    """config.toml's on_error, on_max_retries and hooks, for the task files a command loads."""
+    return _settings().workflow_defaults()
 
 
 DAEMON_SETTINGS = "to change them: `tui daemon stop`, then `tui daemon start` with them"
@@ -90,6 +96,15 @@ def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
         reason = f"  {ev.reason}" if ev.reason else ""
         line = f"{stamp} {name:<24} {frm:>15} → {ev.to_state:<15}{reason}"
     _lines.add(line)
+
+
+def print_hook_failure(ev: EventRecord, name: str) -> None:
+    """``12:00:01 build  hook on_complete failed: exit code 7: <its last stderr line>``."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(ev.at))
+    said = str(ev.data.get("stderr") or "").strip().splitlines()[-1:]
+    tail = f": {said[0]}" if said else ""
+    hook, error = ev.data.get("hook"), ev.data.get("error")
+    _lines.add(f"{stamp} {name:<24} hook {hook} failed: {error}{tail}")
 
 
 # What the printed `tui answer` commands add so that they reach this database from another

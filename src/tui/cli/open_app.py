@@ -15,6 +15,7 @@ from tui.cli.common import (
     err,
     ignored_settings,
     open_store,
+    workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
@@ -88,7 +89,7 @@ async def _open_here(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, known: set[str]) -> list[Task]:
     if not args.files:
         return []
-    result = load_task_files(args.files, known_ids=known)
+    result = load_task_files(args.files, known_ids=known, defaults=workflow_defaults())
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return result.tasks

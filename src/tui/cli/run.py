@@ -17,8 +17,10 @@ from tui.cli.common import (
     flush_transitions,
     ignored_settings,
     open_store,
+    print_hook_failure,
     print_question,
     print_transition,
+    workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, serving
@@ -30,7 +32,7 @@ from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.engine.scheduler import Engine, live_engine_pid
 from tui.model.issues import Issue
 from tui.model.loader import load_task_files
-from tui.model.states import ENDED, State
+from tui.model.states import ENDED, SATISFIED, State
 from tui.model.task import Task
 from tui.store.db import Store
 from tui.store.records import EventRecord, TaskRecord
@@ -54,7 +56,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         tasks: list[Task] = []
         if args.files:
             known = await store.all_ids()
-            result = load_task_files(args.files, known_ids=known)
+            result = load_task_files(args.files, known_ids=known, defaults=workflow_defaults())
             _print_warnings(result.warnings)
             tasks = result.tasks
             # Refuse before an engine starts: starting one would already run (and, on the
@@ -175,11 +177,14 @@ async def _print_events(engine: Engine, since: Cursor, as_json: bool) -> None:
 
 
 def _print_event(ev: EventRecord, name: str, as_json: bool) -> None:
-    """A transition line; for a question, what it asks and the command that answers it."""
+    """A transition line; for a question, what it asks and the command that answers it; a
+    hook that failed, and why."""
     if ev.to_state is not None:
         print_transition(ev, name, as_json)
     elif ev.kind == "question" and not as_json:
         print_question(ev, name)
+    elif ev.kind == "hook" and not ev.data.get("ok") and not as_json:
+        print_hook_failure(ev, name)
 
 
 def _summary(records: Sequence[TaskRecord | None]) -> int:
@@ -191,7 +196,7 @@ def _summary(records: Sequence[TaskRecord | None]) -> int:
     print(
         "done: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())), file=sys.stderr
     )
-    ok = all(r is not None and r.state == State.COMPLETED for r in records)
+    ok = all(r is not None and r.state in SATISFIED for r in records)
     return 0 if ok else 1
 
 

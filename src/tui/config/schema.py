@@ -14,6 +14,14 @@ from tui.model.duration import parse_duration
 from tui.model.secrets import refuse_secrets
 from tui.model.task import AgentConfig
 from tui.model.variables import Variable
+from tui.model.workflow import (
+    FileDefaults,
+    Hooks,
+    OnError,
+    OnMaxRetries,
+    check_on_error,
+    check_on_max_retries,
+)
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_FIX = "use lower-case letters, digits and single dashes, e.g. `code-review`"
@@ -60,6 +68,25 @@ class Settings(_Model):
     # Taskfile tasks an agent may pass arguments to through run_user_task ("*": any). Read
     # from the user's own config.toml only: a project (which agents write to) cannot grant it.
     agent_task_args: list[str] = Field(default_factory=list)
+    # Workflow defaults for every task file's tasks that set none (tui.model.workflow).
+    on_error: OnError = OnError.NONE
+    on_max_retries: OnMaxRetries = OnMaxRetries.NONE
+    hooks: Hooks | None = None
+
+    @field_validator("on_error", mode="before")
+    @classmethod
+    def _check_on_error(cls, value: Any) -> Any:
+        return check_on_error(value)
+
+    @field_validator("on_max_retries", mode="before")
+    @classmethod
+    def _check_on_max_retries(cls, value: Any) -> Any:
+        return check_on_max_retries(value)
+
+    def workflow_defaults(self) -> FileDefaults:
+        return FileDefaults(
+            on_error=self.on_error, on_max_retries=self.on_max_retries, hooks=self.hooks
+        )
 
     @field_validator("command_timeout", mode="before")
     @classmethod

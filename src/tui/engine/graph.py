@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from tui.model.states import UNSUCCESSFUL, State
+from tui.model.states import SATISFIED, UNSUCCESSFUL, State
 
 
 class Node(Protocol):
@@ -95,4 +95,4 @@ class Graph:
 
 
 def _completed(node: Node | None) -> bool:
-    return node is not None and node.state == State.COMPLETED
+    return node is not None and node.state in SATISFIED

@@ -1,4 +1,5 @@
-"""Retry delays: linear n×base or exponential base×2^(n-1), with ±20% jitter."""
+"""Retry delays: exponential base×2^(n-1) (the default), linear n×base, or none (base each
+time), with ±20% jitter."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ def retry_delay(policy: RetryConfig, failed_attempt: int, rng: random.Random) ->
     n = max(1, failed_attempt)
     if policy.backoff == Backoff.LINEAR:
         delay = n * base
-    elif policy.backoff == Backoff.EXPONENTIAL:
-        delay = base * 2 ** (n - 1)
-    else:
+    elif policy.backoff == Backoff.FIXED:
         delay = base
+    else:
+        delay = base * 2 ** (n - 1)
     # Jitter keeps many tasks that failed together from retrying in lockstep.
     return delay * (1 + JITTER * (2 * rng.random() - 1))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import random
@@ -31,26 +30,28 @@ from collections.abc import (
 )
 from typing import Any
 
-from tui.engine.adapter import Adapter, RunResult, declared_adapters
+from tui.engine.adapter import Adapter, declared_adapters
 from tui.engine.api import Message, Reply
 from tui.engine.clock import Clock, RealClock
+from tui.engine.conditions import holds
 from tui.engine.errors import EngineBusy, EngineError
 from tui.engine.events import Cursor, Event
 from tui.engine.graph import Graph
+from tui.engine.hooks import HookRunner
 from tui.engine.output import FLUSH_HIGH_WATER, OutputBuffer
 from tui.engine.questions import Questions
 from tui.engine.queue import RunQueue
 from tui.engine.recovery import end_orphaned_runs
-from tui.engine.retry import retry_delay
-from tui.engine.runner import Executor, LocalExecutor, Run, ended_as
+from tui.engine.run_end import RunEnd
+from tui.engine.runner import Executor, LocalExecutor, Run
 from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
-from tui.model.duration import format_duration
-from tui.model.output_format import OutputFormatError, parse_output
+from tui.engine.workflow import WorkflowError, needs_of
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import Task, priority_rank
+from tui.model.workflow import FileDefaults
 from tui.procs.process import Child, ProcIdentity, identity_alive, proc_start_time
 from tui.store.db import DiskFullError, Move, Store, StoreError
-from tui.store.records import STDERR, EventRecord, OutputLine, RunStart, TaskRecord
+from tui.store.records import EventRecord, OutputLine, TaskRecord
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ async def live_engine_pid(store: Store) -> int | None:
     return None
 
 
-class Engine(Questions):
+class Engine(RunEnd, Questions):
     def __init__(
         self,
         store: Store,
@@ -85,8 +86,11 @@ class Engine(Questions):
         kill_grace: float = 5.0,
         shell: str = "bash",
         executor: Executor | None = None,
+        defaults: FileDefaults | None = None,
     ) -> None:
         super().__init__()
+        # on_error, on_max_retries and hooks for tasks (and files) that do not set them.
+        self.defaults = defaults
         self.store = store
         self.id = uuid.uuid4().hex
         self.auto_approve = auto_approve
@@ -112,6 +116,7 @@ class Engine(Questions):
         self.stream = EventStream(store)
         self.output = OutputBuffer(store, self.stream.publish, self._output_not_stored)
         self._disk_kills: set[asyncio.Task[None]] = set()
+        self.hooks = HookRunner(store, self._tasks_get, defaults.hooks if defaults else None)
 
     @property
     def concurrency(self) -> int:
@@ -137,7 +142,7 @@ class Engine(Questions):
             await self.store.unregister_engine(engine_id)  # it died without saying so
         await self.store.register_engine(self.id, os.getpid(), proc_start_time(os.getpid()))
         await self.stream.start()
-        self.store.on_event = self.stream.on_event  # journal rows reach viewers in commit order
+        self.store.on_event = self._on_journal  # journal rows reach viewers in commit order
         await self._recover()
         self._started = True
         self._loops = [
@@ -162,9 +167,18 @@ class Engine(Questions):
         await asyncio.gather(*(self.executor.kill(run) for run in runs))
         await asyncio.gather(*self._runners, return_exceptions=True)
         await self.output.flush()
+        await self.hooks.stop()
         await self.store.unregister_engine(self.id)
         self.store.on_event = None
         self.stream.live = False
+
+    def _on_journal(self, ev: EventRecord) -> None:
+        self.stream.on_event(ev)
+        self.hooks.on_event(ev)
+
+    def _tasks_get(self, task_id: str) -> TaskRecord | None:
+        # Not ``self._tasks.get`` bound once: ``load`` replaces the dict.
+        return self._tasks.get(task_id)
 
     async def __aenter__(self) -> Engine:
         await self.start()
@@ -276,10 +290,10 @@ class Engine(Questions):
 
     async def retry(self, task_id: str) -> str:
         rec = self._get(task_id)
-        if rec.state not in UNSUCCESSFUL and rec.state != State.BLOCKED:
+        if rec.state not in UNSUCCESSFUL and rec.state not in (State.BLOCKED, State.SKIPPED):
             raise EngineError(
-                f"{rec.name} is {rec.state}; only failed, timed-out, cancelled or "
-                "over-budget tasks can be retried"
+                f"{rec.name} is {rec.state}; only failed, timed-out, cancelled, over-budget "
+                "or skipped tasks can be retried"
             )
         waiting = self.graph.unfinished(rec, self._tasks.get)
         if waiting:
@@ -395,21 +409,47 @@ class Engine(Questions):
         return rec is not None and rec.state == State.PENDING
 
     async def _check_pending(self, task_id: str) -> None:
-        """Queue a PENDING task whose dependencies are done, or cancel it if one failed."""
-        rec = self._tasks.get(task_id)
-        if rec is None or rec.state != State.PENDING:
-            return
-        failed = self.graph.blocking(rec, self._tasks.get)
-        if failed is not None:
-            await self._cancel_dependents([(task_id, failed.id)], task_id)
-            return
-        if rec.approved and self.graph.open_deps(task_id) == 0:
-            new = await self._move(task_id, State.PENDING, State.QUEUED, "ready to run")
-            if new is not None:
+        """Queue a PENDING task whose dependencies are done, skip it if its condition is
+        false, or cancel it if a dependency failed. A skip frees its own dependents: they are
+        checked in the same pass (a worklist, so a long chain of skips needs no recursion)."""
+        work = [task_id]
+        while work:
+            tid = work.pop()
+            rec = self._tasks.get(tid)
+            if rec is None or rec.state != State.PENDING:
+                continue
+            failed = self.graph.blocking(rec, self._tasks.get)
+            if failed is not None:
+                await self._cancel_dependents([(tid, failed.id)], tid)
+                continue
+            if not rec.approved or self.graph.open_deps(tid) != 0:
+                continue
+            to, reason = self._condition(rec)
+            new = await self._move(tid, State.PENDING, to, reason)
+            if new is None:
+                continue
+            if to == State.QUEUED:
                 self._enqueue(new)
+            elif to == State.SKIPPED:
+                work += reversed(self.graph.completed(tid))
+            else:
+                await self._cascade_failure(tid)
+
+    def _condition(self, rec: TaskRecord) -> tuple[State, str]:
+        """Where a task whose dependencies are done goes: QUEUED, or SKIPPED when its
+        ``when:`` is false, or FAILED when the condition cannot be evaluated."""
+        when = rec.task.when
+        if not when:
+            return State.QUEUED, "ready to run"
+        try:
+            if holds(when, needs_of(rec, self._tasks.get)):
+                return State.QUEUED, f"ready to run (when: {when})"
+        except WorkflowError as e:
+            return State.FAILED, f"{rec.name}: {e}"
+        return State.SKIPPED, f"skipped: when: {when} is false"
 
     async def _dependents_may_run(self, task_id: str) -> None:
-        """``task_id`` just COMPLETED: each dependent waits on one dependency fewer."""
+        """``task_id`` just COMPLETED (or was skipped): each dependent waits on one fewer."""
         for dep_id in self.graph.completed(task_id):
             await self._check_pending(dep_id)
 
@@ -438,47 +478,6 @@ class Engine(Questions):
     def _enqueue(self, rec: TaskRecord) -> None:
         self.queue.push(priority_rank(rec.task.priority), rec.submit_seq, rec.id)
         self._wake.set()
-
-    # -- a finished attempt and what follows ---------------------------------------------------
-
-    def _interrupted_move(self, rec: TaskRecord) -> Move:
-        """RUNNING → QUEUED for an attempt the engine interrupted (it died or stopped): not
-        the task's failure, so the attempt is not counted (attempt_base follows attempts)."""
-        return Move(
-            rec.id,
-            State.RUNNING,
-            State.QUEUED,
-            "interrupted",
-            {"attempt_base": rec.attempt_base + 1, "retry_at": None},
-        )
-
-    async def _requeue_interrupted(self, task_id: str) -> None:
-        move = self._interrupted_move(self._get(task_id))
-        new = await self._move(task_id, move.expected, move.to, move.reason, **move.updates)
-        if new is not None:
-            self._enqueue(new)
-
-    def _attempt_move(self, rec: TaskRecord, outcome: State, reason: str) -> tuple[Move, bool]:
-        """Where a finished attempt goes, and whether an automatic retry is scheduled."""
-        updates: dict[str, Any] = {}
-        retrying = (
-            outcome in (State.FAILED, State.TIMED_OUT)
-            and rec.attempt_in_round < rec.task.retry.max_attempts
-        )
-        if retrying:
-            delay = retry_delay(rec.task.retry, rec.attempt_in_round, self.rng)
-            updates["retry_at"] = self.clock.now() + delay
-            reason = (
-                f"{reason}; retry {rec.attempt_in_round + 1}/{rec.task.retry.max_attempts}"
-                f" in {format_duration(round(delay, 1))}"
-            )
-        return Move(rec.id, (State.RUNNING, State.READY), outcome, reason, updates), retrying
-
-    async def _attempt_moved(self, task_id: str, outcome: State, retrying: bool) -> None:
-        if outcome == State.COMPLETED:
-            await self._dependents_may_run(task_id)
-        elif not retrying and outcome in UNSUCCESSFUL:
-            await self._cascade_failure(task_id)
 
     # -- scheduling ------------------------------------------------------------------------
 
@@ -543,80 +542,11 @@ class Engine(Questions):
         self._took(began.task)
         run = Run(task_id, began.run_id, attempt=began.attempt)
         self._running[task_id] = run
-        run.runner = asyncio.create_task(self._execute(run, began), name=f"run-{began.task.name}")
+        run.runner = asyncio.create_task(
+            self._execute(run, began, self), name=f"run-{began.task.name}"
+        )
         self._runners.add(run.runner)
         run.runner.add_done_callback(self._runners.discard)
-        await self._changed_now()
-
-    async def _execute(self, run: Run, began: RunStart) -> None:
-        result = await self.executor.run(run, self._tasks[run.task_id], began, self)
-        await self._finish(run, result)
-
-    async def _finish(self, run: Run, result: RunResult) -> None:
-        task_id = run.task_id
-        rec = self._tasks[task_id]
-        outcome, error = ended_as(run, rec, result)
-        if outcome == State.COMPLETED and rec.task.output_format is not None:
-            outcome, error = await self._check_output(task_id, result)
-        if run.open_questions:
-            await self._close_run_questions(run, "cancelled")
-        if self._tasks[task_id].state == State.READY and outcome != State.CANCELLED:
-            # The agent ended while waiting on a person; READY only leaves through RUNNING.
-            await self._move(task_id, State.READY, State.RUNNING, "the agent stopped while waiting")
-        if error and outcome != State.COMPLETED:
-            await self.output.add(run, STDERR, [f"[tui] {error}"])
-        await self.output.flush()
-        if run.recorded is not None:
-            try:
-                await run.recorded
-            except Exception:  # the run row lacks its pid; recovery then leaves it alone
-                log.exception("could not store the process of run %s", run.run_id)
-        rec = self._tasks[task_id]
-        interrupted = run.kill_reason == "shutdown" and outcome != State.COMPLETED
-        review = outcome == State.COMPLETED and rec.task.review and not interrupted
-        # The run's end and the task's next state share one transaction (and round trip).
-        move: Move | None
-        if interrupted:
-            move, retrying = self._interrupted_move(rec), False
-        elif review:
-            move, retrying = None, False
-        else:
-            move, retrying = self._attempt_move(rec, outcome, error or "exit code 0")
-        while True:
-            try:
-                new = await self.store.end_run(
-                    run.run_id,
-                    outcome="interrupted" if interrupted else outcome.value,
-                    exit_code=result.exit_code,
-                    error=error,
-                    cost_usd=result.cost_usd,
-                    tokens_in=result.tokens_in,
-                    tokens_out=result.tokens_out,
-                    session_id=result.session_id,
-                    then=move,
-                    base=rec,
-                )
-                break
-            except DiskFullError as e:  # the run's end is stored once there is room again
-                log.error("%s; run %s ends when it can be stored", e, run.run_id)
-                await asyncio.sleep(DISK_FULL_RETRY)
-        self._running.pop(task_id, None)
-        if new is not None:
-            self._took(new)
-        elif not review:  # the task moved meanwhile; its totals did change
-            fresh = await self.store.get_task(task_id)
-            if fresh is not None:
-                self._took(fresh)
-        if review:
-            await self._raise(task_id, None, "review", {"result": result.result or ""})
-            return
-        if new is not None and interrupted:
-            self._enqueue(new)  # for the next engine: this one is stopping
-        elif new is not None:
-            await self._changed_now()
-            await self._attempt_moved(task_id, outcome, retrying)
-        if outcome == State.CANCELLED:
-            await self._cascade_failure(task_id)
         await self._changed_now()
 
     def _output_not_stored(self, e: DiskFullError, run_ids: set[int]) -> None:
@@ -629,19 +559,6 @@ class Engine(Questions):
                 kill = asyncio.ensure_future(self.executor.kill(run))
                 self._disk_kills.add(kill)
                 kill.add_done_callback(self._disk_kills.discard)
-
-    async def _check_output(self, task_id: str, result: RunResult) -> tuple[State, str]:
-        """COMPLETED with the parsed result stored, or FAILED saying why (retry applies)."""
-        rec = self._tasks[task_id]
-        assert rec.task.output_format is not None
-        try:
-            value = parse_output(rec.task.output_format, result.result)
-        except OutputFormatError as e:
-            return State.FAILED, f"output_format: {e}"
-        new = await self.store.update_task_record(task_id, rec, result=json.dumps(value))
-        if new is not None:
-            self._took(new)
-        return State.COMPLETED, ""
 
     # -- what a run asks of its engine (runner.RunHost) --------------------------------------
 

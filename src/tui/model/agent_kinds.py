@@ -21,6 +21,9 @@ class AgentKind:
     mcp: bool = False  # the CLI can be given tui's MCP server (agent.mcp)
     configurable: bool = True  # may be the type of a config [agents.NAME] table
     version_args: tuple[str, ...] = ("--version",)  # `tui doctor`'s probe of the CLI
+    # Its instructions are a script, not a prompt: what dependencies produced reaches it only
+    # through environment variables and a JSON file, never as text spliced into the script.
+    script: bool = False
 
     @property
     def bin_env(self) -> str:
@@ -49,7 +52,7 @@ KINDS: dict[str, AgentKind] = {
             models=True,
             mcp=True,
         ),
-        AgentKind("shell", "tui.agents.shell:ShellAdapter"),
+        AgentKind("shell", "tui.agents.shell:ShellAdapter", script=True),
         AgentKind(
             "gemini",
             "tui.agents.gemini:GeminiAdapter",
@@ -67,7 +70,9 @@ KINDS: dict[str, AgentKind] = {
             mcp=True,
         ),
         # Taskfile tasks come from the project's Taskfile, not from config agents.
-        AgentKind("taskfile", "tui.agents.taskfile:TaskfileAdapter", configurable=False),
+        AgentKind(
+            "taskfile", "tui.agents.taskfile:TaskfileAdapter", configurable=False, script=True
+        ),
     )
 }
 

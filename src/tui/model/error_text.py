@@ -12,6 +12,7 @@ from tui.model.output_format import OutputFormat
 from tui.model.suggest import did_you_mean
 from tui.model.task import AgentConfig, RetryConfig, Task
 from tui.model.variables import Variable
+from tui.model.workflow import ContextSpec, Hooks
 
 _DURATION_FIX = 'write a Go duration such as "30m", "1h30m" or "45s", or 0 for no limit'
 _LIST_FIX = "write a list, e.g. [a, b] or one '- item' per line"
@@ -30,7 +31,22 @@ FIXES: dict[str, str] = {
     "timeout": _DURATION_FIX,
     "retry.delay": 'write a Go duration such as "2s" or "500ms"',
     "retry.max_attempts": "use a whole number from 1 to 1000 (1 means no retries)",
-    "retry.backoff": "use linear or exponential, or leave it out for a fixed delay",
+    "retry.backoff": "use exponential (the default), linear, or none for a fixed delay",
+    "when": "write an expression over needs.NAME.state / needs.NAME.result, e.g. "
+    "needs.build.state == 'COMPLETED'",
+    "context": "write {from: [names] | all, transfer: full | minimal, preserve: [outputs, errors]}",
+    "context.from": "list names of tasks in depends_on, or write all",
+    "context.transfer": "use full or minimal",
+    "context.preserve": "list some of outputs, decisions, errors",
+    "on_error": "use retry, skip or fail, or leave it out for retry",
+    "on_max_retries": "use skip or fail, or leave it out for fail",
+    "hooks": "write {on_start: [cmd, arg], on_complete: ..., on_error: ..., on_skip: ..., "
+    "on_progress: ...}",
+    "hooks.timeout": 'write a Go duration such as "30s"',
+    **{
+        f"hooks.{event}": "write the command as a list of words, e.g. [notify-send, done]"
+        for event in ("on_start", "on_complete", "on_error", "on_skip", "on_progress")
+    },
     "priority": "use high, normal or low, or leave it out",
     "depends_on": "list task ids or names of tasks in the same file",
     "tags": "write tags as a list of strings, e.g. [backend, urgent]",
@@ -48,6 +64,8 @@ _CONTAINERS: dict[tuple[str, ...], type[BaseModel]] = {
     ("retry",): RetryConfig,
     ("output_format",): OutputFormat,
     ("variables",): Variable,
+    ("context",): ContextSpec,
+    ("hooks",): Hooks,
 }
 
 

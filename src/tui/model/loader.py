@@ -17,6 +17,8 @@ from tui.model.issues import Issue, TaskFileError
 from tui.model.limits import MAX_ID_CHARS, UnreadableInput, read_bounded
 from tui.model.task import RUNTIME_FIELDS, Task
 from tui.model.variables import Variable, fill, resolve, unknown_uses
+from tui.model.workflow import FileDefaults
+from tui.model.workflow_check import DEFAULT_KEYS, file_defaults, workflow_issues
 from tui.model.yaml_source import Path as KeyPath
 from tui.model.yaml_source import YamlSyntaxError, line_of, parse_yaml
 
@@ -30,10 +32,16 @@ class LoadResult:
     warnings: list[Issue]
 
 
-def load_task_files(paths: Sequence[str | Path], known_ids: Collection[str] = ()) -> LoadResult:
+def load_task_files(
+    paths: Sequence[str | Path],
+    known_ids: Collection[str] = (),
+    defaults: FileDefaults | None = None,
+) -> LoadResult:
     """Tasks from files and directories; raises ``TaskFileError`` listing every error.
 
     ``known_ids`` are ids already in the database, valid targets for depends_on.
+    ``defaults`` (config.toml's on_error, on_max_retries, hooks) fill what neither a task
+    nor its file sets.
     """
     if isinstance(paths, str | Path):  # a lone path, not a sequence of characters
         paths = [paths]
@@ -54,15 +62,20 @@ def load_task_files(paths: Sequence[str | Path], known_ids: Collection[str] = ()
                 Issue(str(path), None, "", f"cannot read file: {reason}", "check its permissions")
             )
         else:
-            entries += _read_file(text, str(path), issues, warnings)
+            entries += _read_file(text, str(path), issues, warnings, defaults)
     return _finish(entries, known_ids, issues, warnings, [str(p) for p in files])
 
 
-def load_task_text(text: str, filename: str, known_ids: Collection[str] = ()) -> LoadResult:
+def load_task_text(
+    text: str,
+    filename: str,
+    known_ids: Collection[str] = (),
+    defaults: FileDefaults | None = None,
+) -> LoadResult:
     """Like ``load_task_files`` for text already in memory; ``filename`` labels the issues."""
     issues: list[Issue] = []
     warnings: list[Issue] = []
-    entries = _read_file(text, filename, issues, warnings)
+    entries = _read_file(text, filename, issues, warnings, defaults)
     return _finish(entries, known_ids, issues, warnings, [filename])
 
 
@@ -96,7 +109,11 @@ def _expand(paths: Sequence[str | Path], issues: list[Issue]) -> list[Path]:
 
 
 def _read_file(
-    text: str, filename: str, issues: list[Issue], warnings: list[Issue]
+    text: str,
+    filename: str,
+    issues: list[Issue],
+    warnings: list[Issue],
+    defaults: FileDefaults | None = None,
 ) -> list[TaskEntry]:
     try:
         parsed = parse_yaml(text)
@@ -139,8 +156,8 @@ def _read_file(
         issues.append(Issue(filename, 1, "", message, _SHAPE_FIX))
         return []
     if "tasks" not in data:
-        return [_read_task(data, (), filename, lines, issues, warnings)]
-    return _read_batch(data, filename, lines, issues, warnings)
+        return [_read_task(data, (), filename, lines, issues, warnings, defaults=defaults)]
+    return _read_batch(data, filename, lines, issues, warnings, defaults)
 
 
 def _read_batch(
@@ -149,11 +166,16 @@ def _read_batch(
     lines: dict[KeyPath, int],
     issues: list[Issue],
     warnings: list[Issue],
+    config: FileDefaults | None = None,
 ) -> list[TaskEntry]:
     shared = _file_variables(data, filename, lines, issues)
+    defaults = file_defaults(data, filename, lines, issues).over(config)
     for key in data:
-        if key not in ("tasks", *FILE_VARIABLE_KEYS):
-            hint = "a batch file holds only `tasks:` (and shared `variables:`, `vars:`); move it"
+        if key not in ("tasks", *FILE_VARIABLE_KEYS, *DEFAULT_KEYS):
+            hint = (
+                "a batch file holds only `tasks:` (and shared `variables:`, `vars:`, "
+                "`on_error:`, `on_max_retries:`, `hooks:`); move it"
+            )
             issues.append(
                 Issue(filename, lines.get((key,)), key, f"unknown top-level key '{key}'", hint)
             )
@@ -172,7 +194,9 @@ def _read_batch(
     for index, item in enumerate(tasks):
         path: KeyPath = ("tasks", index)
         if isinstance(item, dict):
-            entries.append(_read_task(item, path, filename, lines, issues, warnings, shared))
+            entries.append(
+                _read_task(item, path, filename, lines, issues, warnings, shared, defaults)
+            )
         else:
             issues.append(
                 Issue(
@@ -209,6 +233,7 @@ def _read_task(
     issues: list[Issue],
     warnings: list[Issue],
     shared: FileVariables = ([], {}),
+    defaults: FileDefaults | None = None,
 ) -> TaskEntry:
     entry = TaskEntry(filename, path, lines)
     if isinstance(raw.get("id"), str):
@@ -252,6 +277,8 @@ def _read_task(
     problems += _check_ids(entry, data)
     if entry.task is not None:
         problems += _apply_variables(entry, shared)
+        if defaults is not None:
+            defaults.apply(entry.task)
     if problems:
         entry.task = None
         issues += problems
@@ -353,6 +380,11 @@ def _finish(
 
     issues += resolve_dependencies(entries, known_ids)
     issues += find_cycles(entries)
+    for entry in entries:
+        if entry.task is not None:
+            found, warned = workflow_issues(entry)
+            issues += found
+            warnings += warned
     if issues:
         rank = {name: i for i, name in enumerate(file_order)}
         issues.sort(key=lambda i: (rank.get(i.file, len(rank)), i.line or 0))

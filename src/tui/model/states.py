@@ -16,6 +16,9 @@ class State(StrEnum):
     CANCELLED = "CANCELLED"
     BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
     BLOCKED = "BLOCKED"
+    # Extension: final, never ran (its `when:` was false) or failed in a way its on_error /
+    # on_max_retries said to pass over. Its dependents still run.
+    SKIPPED = "SKIPPED"
 
 
 S = State
@@ -50,15 +53,26 @@ TRANSITIONS: frozenset[tuple[State, State]] = frozenset(
         # stopped) is not the task's failure: the task goes back to the queue, the attempt
         # not counted against its retry policy.
         (S.RUNNING, S.QUEUED),
+        # Documented extension: a task whose condition is false is skipped without running;
+        # a failed attempt is skipped when its on_error / on_max_retries says so; a manual
+        # retry runs a skipped task after all.
+        (S.PENDING, S.SKIPPED),
+        # Documented extension: a condition that cannot be evaluated (a result without the
+        # field it reads) fails its task without running it.
+        (S.PENDING, S.FAILED),
+        (S.RUNNING, S.SKIPPED),
+        (S.SKIPPED, S.QUEUED),
     }
 )
 
 # States a task leaves only by a human (retry) or never: the scheduler has nothing to do.
 ENDED: frozenset[State] = frozenset(
-    {S.COMPLETED, S.FAILED, S.TIMED_OUT, S.CANCELLED, S.BUDGET_EXCEEDED}
+    {S.COMPLETED, S.FAILED, S.TIMED_OUT, S.CANCELLED, S.BUDGET_EXCEEDED, S.SKIPPED}
 )
+# Ended so that its dependents may run.
+SATISFIED: frozenset[State] = frozenset({S.COMPLETED, S.SKIPPED})
 # Ended badly: dependents of such a task cannot run.
-UNSUCCESSFUL: frozenset[State] = ENDED - {S.COMPLETED}
+UNSUCCESSFUL: frozenset[State] = ENDED - SATISFIED
 # Waiting on a person (an answer, an approval, a review).
 WAITING_ON_HUMAN: frozenset[State] = frozenset({S.READY, S.BLOCKED})
 

@@ -15,6 +15,14 @@ from tui.model.duration import format_duration, parse_duration
 from tui.model.output_format import OutputFormat
 from tui.model.secrets import refuse_secrets
 from tui.model.variables import Variable
+from tui.model.workflow import (
+    ContextSpec,
+    Hooks,
+    OnError,
+    OnMaxRetries,
+    check_on_error,
+    check_on_max_retries,
+)
 
 
 class Priority(StrEnum):
@@ -34,7 +42,8 @@ def priority_rank(priority: Priority | str) -> int:
 
 
 class Backoff(StrEnum):
-    NONE = ""
+    NONE = ""  # unset: exponential
+    FIXED = "none"  # the same delay every time
     LINEAR = "linear"
     EXPONENTIAL = "exponential"
 
@@ -188,6 +197,23 @@ class Task(_Model):
     # agent.instructions and agent.system_prompt_append, filled in by the loader.
     variables: list[Variable] = Field(default_factory=list)
     vars: dict[str, str | float | bool] = Field(default_factory=dict)
+    # Workflow (tui.model.workflow): upstream results in the prompt, a condition, what a
+    # failure means, and commands run around the task.
+    context: ContextSpec | None = None
+    when: str = ""
+    on_error: OnError = OnError.NONE
+    on_max_retries: OnMaxRetries = OnMaxRetries.NONE
+    hooks: Hooks | None = None
+
+    @field_validator("on_error", mode="before")
+    @classmethod
+    def _check_on_error(cls, value: Any) -> Any:
+        return check_on_error(value)
+
+    @field_validator("on_max_retries", mode="before")
+    @classmethod
+    def _check_on_max_retries(cls, value: Any) -> Any:
+        return check_on_max_retries(value)
 
     @field_validator("id")
     @classmethod

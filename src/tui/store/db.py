@@ -236,11 +236,14 @@ class Store:
         tokens_out: int = 0,
         session_id: str = "",
         then: Move | None = None,
+        result: str | None = None,
         base: TaskRecord | None = None,
     ) -> TaskRecord | None:
         """Close a run and add its cost and tokens to the task's totals; with ``then``, also
-        make that transition in the same transaction (one round trip where two were).
-        Returns the task ``then`` moved (None without one, or if it did not happen)."""
+        make that transition in the same transaction (one round trip where two were), and
+        with ``result`` (JSON) store the task's result in it too: a crash never keeps a run's
+        end without its result. Returns the task ``then`` moved (None without one, or if it
+        did not happen)."""
         now = time.time()
         fields = {
             "outcome": outcome,
@@ -254,6 +257,8 @@ class Store:
 
         def tx(t: Any) -> TaskRecord | None:
             runs.end(t, run_id, fields, now)
+            if result is not None:
+                runs.set_task_result(t, run_id, result)
             return _based(tasks.transition(t, then, now), base) if then is not None else None
 
         return await self._db.call(tx)

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.model.states import UNSUCCESSFUL, State
+from tui.model.states import SATISFIED, UNSUCCESSFUL, State
 from tui.model.task import STORED, Task
 
 
@@ -63,9 +63,7 @@ class TaskRecord:
     @property
     def settled(self) -> bool:
         """Nothing more happens to this task without a person: done, or failed for good."""
-        return self.state == State.COMPLETED or (
-            self.state in UNSUCCESSFUL and self.retry_at is None
-        )
+        return self.state in SATISFIED or (self.state in UNSUCCESSFUL and self.retry_at is None)
 
     @property
     def parsed_result(self) -> Any:

@@ -63,6 +63,14 @@ def set_session(t: Tx, run_id: int, session_id: str) -> None:
     t.db.execute("UPDATE runs SET session_id = ? WHERE id = ?", (session_id, run_id))
 
 
+def set_task_result(t: Tx, run_id: int, result: str) -> None:
+    """The result of the run's task (JSON), written with the run's end."""
+    t.db.execute(
+        "UPDATE tasks SET result = ? WHERE id = (SELECT task_id FROM runs WHERE id = ?)",
+        (result, run_id),
+    )
+
+
 def end(t: Tx, run_id: int, fields: dict[str, Any], now: float) -> None:
     """Close a run (once) and add its cost and tokens to the task's totals."""
     row = t.one("SELECT task_id, ended_at FROM runs WHERE id = ?", (run_id,))

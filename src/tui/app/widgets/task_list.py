@@ -30,7 +30,7 @@ from textual.strip import Strip
 from tui.app.state_style import STATE_STYLES, STATE_WORDS, style_for
 from tui.app.widgets.task_columns import COLUMNS, PAD, SYMBOL_WIDTH, fit_columns, fit_text
 from tui.app.widgets.virtual_size import set_virtual_size
-from tui.model.states import ENDED, State
+from tui.model.states import ENDED, SATISFIED, State
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
@@ -465,7 +465,7 @@ class TaskList(ScrollView, can_focus=True):
             waiting = [
                 self.records[d].name if d in self.records else d[:8]
                 for d in r.depends_on
-                if d not in self.records or self.records[d].state != State.COMPLETED
+                if d not in self.records or self.records[d].state not in SATISFIED
             ]
             if waiting:
                 note = "waiting on " + ", ".join(waiting)

@@ -1,0 +1,31 @@
+"""``when:`` conditions, evaluated by simpleeval (a maintained safe evaluator; never ``eval``).
+
+The expression sees ``needs`` (tui.engine.workflow.needs_of) and the functions in
+tui.model.needs.CONDITION_FUNCTIONS; its names were checked at load, so what can still go wrong
+is data: a result without the field asked for, a comparison of a list with a number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simpleeval import EvalWithCompoundTypes, InvalidExpression
+
+from tui.engine.workflow import WorkflowError
+from tui.model.needs import CONDITION_FUNCTIONS
+
+_NAMES = {"true": True, "false": False, "null": None}
+
+
+def holds(expr: str, needs: dict[str, dict[str, Any]]) -> bool:
+    """Whether ``expr`` is true for these dependencies; WorkflowError saying why it cannot be
+    evaluated."""
+    evaluator = EvalWithCompoundTypes(
+        names={"needs": needs, **_NAMES}, functions=dict(CONDITION_FUNCTIONS)
+    )
+    try:
+        return bool(evaluator.eval(expr.strip()))
+    except InvalidExpression as e:
+        raise WorkflowError(f"when: {e}") from None
+    except (TypeError, ValueError, KeyError, IndexError, ArithmeticError) as e:
+        raise WorkflowError(f"when: {type(e).__name__}: {e}") from None

@@ -1,0 +1,192 @@
+"""One attempt from its start to what follows its end: the task as the run sees it
+(tui.engine.workflow), the executor, then the run's end, its result and the task's next state
+stored in one transaction (decided by tui.engine.attempts), and the dependents freed or
+cancelled.
+
+A part of ``Engine`` (mixed in, as ``questions`` is): it uses the engine's records, moves and
+runs, declared below, and nothing else of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+from tui.engine.adapter import RunResult
+from tui.engine.attempts import Policy, attempt_move, interrupted_move, task_result
+from tui.engine.clock import Clock
+from tui.engine.output import OutputBuffer
+from tui.engine.runner import Executor, Run, RunHost, ended_as
+from tui.engine.workflow import WorkflowError, prepare
+from tui.model.states import UNSUCCESSFUL, State
+from tui.model.workflow import FileDefaults
+from tui.store.db import DiskFullError, Move, Store
+from tui.store.records import STDERR, RunStart, TaskRecord
+
+log = logging.getLogger(__name__)
+
+DISK_FULL_RETRY = 1.0  # seconds between attempts to store a run's end while the disk is full
+
+
+class RunEnd:
+    # What the engine provides (see scheduler.Engine).
+    store: Store
+    executor: Executor
+    output: OutputBuffer
+    clock: Clock
+    rng: random.Random
+    defaults: FileDefaults | None
+    _tasks: dict[str, TaskRecord]
+    _running: dict[str, Run]
+
+    def _get(self, task_id: str) -> TaskRecord:
+        raise NotImplementedError
+
+    def _took(self, rec: TaskRecord) -> None:
+        raise NotImplementedError
+
+    def _enqueue(self, rec: TaskRecord) -> None:
+        raise NotImplementedError
+
+    async def _move(
+        self,
+        task_id: str,
+        expected: State | Collection[State],
+        to: State,
+        reason: str,
+        **updates: Any,
+    ) -> TaskRecord | None:
+        raise NotImplementedError
+
+    async def _changed_now(self) -> None:
+        raise NotImplementedError
+
+    async def _dependents_may_run(self, task_id: str) -> None:
+        raise NotImplementedError
+
+    async def _cascade_failure(self, task_id: str) -> None:
+        raise NotImplementedError
+
+    if TYPE_CHECKING:  # from tui.engine.questions, the other part mixed into Engine
+
+        async def _close_run_questions(self, run: Run, status: str) -> None: ...
+
+        async def _raise(
+            self, task_id: str, run: Run | None, kind: str, payload: dict[str, Any]
+        ) -> str: ...
+
+    # -- one attempt ---------------------------------------------------------------------------
+
+    async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None:
+        rec = self._tasks[run.task_id]
+        try:
+            prepared = prepare(rec, self._tasks.get)
+        except WorkflowError as e:
+            await self._finish(run, RunResult(State.FAILED, error=str(e)))
+            return
+        try:
+            result = await self.executor.run(run, prepared.rec, began, host)
+        finally:
+            prepared.cleanup()
+        await self._finish(run, result)
+
+    async def _requeue_interrupted(self, task_id: str) -> None:
+        move = interrupted_move(self._get(task_id))
+        new = await self._move(task_id, move.expected, move.to, move.reason, **move.updates)
+        if new is not None:
+            self._enqueue(new)
+
+    async def _attempt_moved(self, task_id: str, outcome: State, retrying: bool) -> None:
+        if outcome in (State.COMPLETED, State.SKIPPED):
+            await self._dependents_may_run(task_id)
+        elif not retrying and outcome in UNSUCCESSFUL:
+            await self._cascade_failure(task_id)
+
+    async def _finish(self, run: Run, result: RunResult) -> None:
+        task_id = run.task_id
+        rec = self._tasks[task_id]
+        outcome, error = ended_as(run, rec, result)
+        outcome, error, stored = task_result(rec.task, outcome, error, result)
+        if run.open_questions:
+            await self._close_run_questions(run, "cancelled")
+        if self._tasks[task_id].state == State.READY and outcome != State.CANCELLED:
+            # The agent ended while waiting on a person; READY only leaves through RUNNING.
+            await self._move(task_id, State.READY, State.RUNNING, "the agent stopped while waiting")
+        if error and outcome != State.COMPLETED:
+            await self.output.add(run, STDERR, [f"[tui] {error}"])
+        await self.output.flush()
+        if run.recorded is not None:
+            try:
+                await run.recorded
+            except Exception:  # the run row lacks its pid; recovery then leaves it alone
+                log.exception("could not store the process of run %s", run.run_id)
+        rec = self._tasks[task_id]
+        interrupted = run.kill_reason == "shutdown" and outcome != State.COMPLETED
+        review = outcome == State.COMPLETED and rec.task.review and not interrupted
+        # The run's end, the result and the task's next state share one transaction.
+        move: Move | None
+        if interrupted:
+            move, retrying, stored = interrupted_move(rec), False, None
+        elif review:
+            move, retrying = None, False
+        else:
+            move, retrying = attempt_move(
+                rec,
+                outcome,
+                error or "exit code 0",
+                policy=Policy.of(rec.task, self.defaults),
+                now=self.clock.now(),
+                rng=self.rng,
+            )
+        new = await self._end_run(run, outcome, interrupted, error, result, move, stored, rec)
+        self._running.pop(task_id, None)
+        if new is not None:
+            self._took(new)
+        elif not review:  # the task moved meanwhile; its totals did change
+            fresh = await self.store.get_task(task_id)
+            if fresh is not None:
+                self._took(fresh)
+        if review:
+            await self._raise(task_id, None, "review", {"result": result.result or ""})
+            return
+        if new is not None and interrupted:
+            self._enqueue(new)  # for the next engine: this one is stopping
+        elif new is not None:
+            await self._changed_now()
+            await self._attempt_moved(task_id, new.state, retrying)
+        if outcome == State.CANCELLED:
+            await self._cascade_failure(task_id)
+        await self._changed_now()
+
+    async def _end_run(
+        self,
+        run: Run,
+        outcome: State,
+        interrupted: bool,
+        error: str,
+        result: RunResult,
+        move: Move | None,
+        stored: str | None,
+        rec: TaskRecord,
+    ) -> TaskRecord | None:
+        while True:
+            try:
+                return await self.store.end_run(
+                    run.run_id,
+                    outcome="interrupted" if interrupted else outcome.value,
+                    exit_code=result.exit_code,
+                    error=error,
+                    cost_usd=result.cost_usd,
+                    tokens_in=result.tokens_in,
+                    tokens_out=result.tokens_out,
+                    session_id=result.session_id,
+                    then=move,
+                    result=stored,
+                    base=rec,
+                )
+            except DiskFullError as e:  # the run's end is stored once there is room again
+                log.error("%s; run %s ends when it can be stored", e, run.run_id)
+                await asyncio.sleep(DISK_FULL_RETRY)

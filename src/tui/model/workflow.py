@@ -1,0 +1,188 @@
+"""Workflow fields of a task: what it takes from its dependencies (``context``), when it runs
+(``when``), what a failure means (``on_error``, ``on_max_retries``) and the commands run
+around it (``hooks``). The engine gives them meaning (tui.engine.workflow, conditions, hooks).
+"""
+
+from __future__ import annotations
+
+import shlex
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+
+from tui.model.choices import one_of
+from tui.model.duration import format_duration, parse_duration
+
+# A result kept with a task: the parsed output_format value, or this many characters of the
+# agent's final message / the shell's last stdout lines (the end kept: that is where the
+# answer is). Larger results are cut, marked with a leading "…".
+RESULT_CHARS = 64 * 1024
+
+
+def cap_result(text: str) -> str:
+    return text if len(text) <= RESULT_CHARS else "…" + text[-(RESULT_CHARS - 1) :]
+
+
+class OnError(StrEnum):
+    NONE = ""  # unset: the file's default, else retry
+    RETRY = "retry"
+    SKIP = "skip"
+    FAIL = "fail"
+
+
+class OnMaxRetries(StrEnum):
+    NONE = ""  # unset: the file's default, else fail
+    SKIP = "skip"
+    FAIL = "fail"
+
+
+class Transfer(StrEnum):
+    FULL = "full"
+    SUMMARY = "summary"
+    MINIMAL = "minimal"
+
+
+PRESERVE = ("outputs", "decisions", "errors")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ContextSpec(_Model):
+    """Which dependencies' results go into the task's prompt (or, for shell, its environment)."""
+
+    # Written `from`, a Python keyword: hence the alias.
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, serialize_by_alias=True)
+
+    from_: list[str] | str = Field(default="all", alias="from")
+    transfer: Transfer = Transfer.FULL
+    preserve: list[str] = Field(default_factory=lambda: ["outputs", "errors"])
+
+    @field_validator("from_", mode="before")
+    @classmethod
+    def _check_from(cls, value: Any) -> Any:
+        if isinstance(value, str) and value != "all":
+            return [value]  # one name, as depends_on takes it
+        return value
+
+    @field_validator("transfer", mode="before")
+    @classmethod
+    def _check_transfer(cls, value: Any) -> Any:
+        value = one_of("context.transfer", value, tuple(t.value for t in Transfer), False)
+        if value == Transfer.SUMMARY:
+            # Needs the summariser agent (issue 12), which is not built yet: say so at load.
+            raise ValueError("context.transfer: summary is not available yet")
+        return value
+
+    @field_validator("preserve", mode="before")
+    @classmethod
+    def _check_preserve(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            for item in value:
+                one_of("context.preserve", item, PRESERVE, optional=False)
+        return value
+
+    def names(self, depends_on: list[str]) -> list[str]:
+        """The dependencies (as written in depends_on) whose results are transferred."""
+        return list(depends_on) if self.from_ == "all" else list(self.from_)
+
+
+HOOK_EVENTS = ("on_start", "on_complete", "on_error", "on_skip", "on_progress")
+HOOK_TIMEOUT = 30.0  # seconds, unless `hooks.timeout` says otherwise
+
+
+class Hooks(_Model):
+    """Commands run when the task starts, completes, fails an attempt, is skipped, or changes
+    state in any other way (progress). Each is an argv: a list of words, or one string split
+    as a shell would split it (never run by one); task data reaches it only on stdin (the task
+    as JSON) and in ``TUI_*`` variables."""
+
+    on_start: list[str] = Field(default_factory=list)
+    on_complete: list[str] = Field(default_factory=list)
+    on_error: list[str] = Field(default_factory=list)
+    on_skip: list[str] = Field(default_factory=list)
+    on_progress: list[str] = Field(default_factory=list)
+    timeout: float = HOOK_TIMEOUT
+
+    @field_validator(*HOOK_EVENTS, mode="before")
+    @classmethod
+    def _argv(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                words = shlex.split(value)
+            except ValueError as e:
+                raise ValueError(
+                    f"hook command {value!r} cannot be split into words: {e}"
+                ) from None
+            if not words:
+                raise ValueError("hook command is empty")
+            return words
+        return value  # a list: its words as they are ([] = no hook)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _parse_timeout(cls, value: Any) -> float:
+        seconds = parse_duration(value)
+        if seconds <= 0:
+            raise ValueError("hooks.timeout must be more than 0")
+        return seconds
+
+    @field_serializer("timeout", when_used="json")
+    def _dump_timeout(self, value: float) -> str:
+        return format_duration(value)
+
+    def merged_over(self, base: Hooks | None) -> Hooks:
+        """These hooks, each event not set here taken from ``base`` (a file's or config's)."""
+        if base is None:
+            return self
+        own = self.model_dump(exclude_defaults=True)
+        return base.model_copy(update=own)
+
+
+def check_on_error(value: Any) -> Any:
+    return one_of("on_error", value, tuple(v.value for v in OnError), optional=True)
+
+
+def check_on_max_retries(value: Any) -> Any:
+    return one_of("on_max_retries", value, tuple(v.value for v in OnMaxRetries), optional=True)
+
+
+class FileDefaults(_Model):
+    """What a batch file (or config.toml) sets for every task that does not set it itself."""
+
+    on_error: OnError = OnError.NONE
+    on_max_retries: OnMaxRetries = OnMaxRetries.NONE
+    hooks: Hooks | None = None
+
+    @field_validator("on_error", mode="before")
+    @classmethod
+    def _check_on_error(cls, value: Any) -> Any:
+        return check_on_error(value)
+
+    @field_validator("on_max_retries", mode="before")
+    @classmethod
+    def _check_on_max_retries(cls, value: Any) -> Any:
+        return check_on_max_retries(value)
+
+    def over(self, base: FileDefaults | None) -> FileDefaults:
+        """These defaults, what they leave unset taken from ``base`` (a file's over config's)."""
+        if base is None:
+            return self
+        hooks = base.hooks if self.hooks is None else self.hooks.merged_over(base.hooks)
+        return FileDefaults(
+            on_error=self.on_error or base.on_error,
+            on_max_retries=self.on_max_retries or base.on_max_retries,
+            hooks=hooks,
+        )
+
+    def apply(self, task: Any) -> None:
+        """Fill the task's unset fields from these defaults (a Task, typed loosely: the task
+        module imports this one)."""
+        if not task.on_error:
+            task.on_error = self.on_error
+        if not task.on_max_retries:
+            task.on_max_retries = self.on_max_retries
+        if self.hooks is not None:
+            task.hooks = self.hooks if task.hooks is None else task.hooks.merged_over(self.hooks)

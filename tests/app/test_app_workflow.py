@@ -1,0 +1,56 @@
+"""Workflows in the app: a task's result under the output pane, skipped tasks by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.app.app_support import screen_text, until
+from tests.conftest import owned_engine
+from tui.app.tui_app import TuiApp
+from tui.model.loader import load_task_text
+from tui.store.db import Store
+
+SIZE = (120, 40)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
+
+
+async def test_the_selected_tasks_result_shows_as_it_arrives(store: Store, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    tasks = load_task_text(
+        f"""
+tasks:
+  - name: scan
+    output_format: {{type: json}}
+    agent:
+      type: shell
+      instructions: |
+        while [ ! -e {gate} ]; do sleep 0.05; done
+        echo '{{"files": ["a.py", "b.py"]}}'
+  - name: never
+    depends_on: [scan]
+    when: len(needs.scan.result.files) > 5
+    agent: {{type: shell, instructions: "true"}}
+""",
+        "wf.yaml",
+    ).tasks
+    async with owned_engine(store, kill_grace=1.0) as engine:
+        await engine.submit(tasks)
+        app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: "▶" in screen_text(app), "scan running")
+            assert "result:" not in screen_text(app)
+            gate.touch()
+            await until(
+                pilot,
+                lambda: 'scan · result: {"files": ["a.py", "b.py"]}' in screen_text(app),
+                "scan's result above the output pane",
+            )
+            await until(pilot, lambda: "skipped" in screen_text(app), "never shown skipped")
+            await engine.wait_settled([t.id for t in tasks])

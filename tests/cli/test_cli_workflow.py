@@ -1,0 +1,210 @@
+"""Workflows through the real `tui` command: the sample workflow end to end, results in
+`tui ls --json`, and a kill -9 of the engine in the middle of a workflow."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from cli_support import Tui, marker_processes, wait_until
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_tasks" / "workflow.yaml"
+
+
+def test_the_sample_workflow_runs_end_to_end(
+    tui: Tui, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook_log = tmp_path / "hooks.jsonl"
+    monkeypatch.setenv("TUI_HOOK_LOG", str(hook_log))
+    res = tui("run", str(SAMPLE), timeout=120)
+    # Skipped tasks are a pipeline that finished: exit 0.
+    assert res.returncode == 0, str(res)
+    assert "done: 3 completed, 2 skipped" in res.stderr
+    tasks = tui.by_name()
+    assert {n: t["state"] for n, t in tasks.items()} == {
+        "analyze": "COMPLETED",
+        "celebrate": "COMPLETED",
+        "console": "SKIPPED",
+        "flaky-lint": "SKIPPED",
+        "report": "COMPLETED",
+    }
+    assert tasks["flaky-lint"]["attempts"] == 2
+    # Results, as `tui ls --json` shows them: parsed JSON, else the last stdout lines.
+    assert tasks["analyze"]["result"] == {
+        "sentiment": "positive",
+        "files": ["src/app.py", "docs/notes.md"],
+    }
+    assert tasks["celebrate"]["result"] == (
+        'positive change touching ["src/app.py", "docs/notes.md"]'
+    )
+    assert tasks["report"]["result"] == (
+        "celebrate: COMPLETED\nconsole: SKIPPED\nflaky-lint: SKIPPED\n"
+        "['celebrate', 'console', 'flaky-lint']"
+    )
+    assert tasks["console"]["result"] is None  # never ran
+    # The hooks got every completed and skipped task as JSON on stdin, one line each.
+    seen = [json.loads(line) for line in hook_log.read_text().splitlines()]
+    assert sorted((t["name"], t["hook"]) for t in seen) == [
+        ("analyze", "on_complete"),
+        ("celebrate", "on_complete"),
+        ("console", "on_skip"),
+        ("flaky-lint", "on_skip"),
+        ("report", "on_complete"),
+    ]
+    # `tui ls` shows the skipped state by name.
+    listing = tui("ls")
+    assert "SKIPPED" in listing.stdout
+
+
+WORKFLOW = """\
+tasks:
+  - name: first
+    output_format: {{type: json, schema: object}}
+    agent:
+      type: shell
+      instructions: |
+        echo ran >> {runs}/first
+        echo '{{"go": true}}'
+  - name: side
+    depends_on: [first]
+    when: not needs.first.result.go
+    agent: {{type: shell, instructions: "echo ran >> {runs}/side"}}
+  - name: hold
+    depends_on: [first]
+    agent:
+      type: shell
+      instructions: |
+        # {marker}
+        echo ran >> {runs}/hold
+        echo holding
+        if [ "$TUI_ATTEMPT" -eq 1 ]; then
+          for _ in $(seq 1 6000); do sleep 0.01; done  # held until the engine dies
+        fi
+  - name: after
+    depends_on: [first, hold]
+    when: needs.first.result.go and needs.hold.state == 'COMPLETED'
+    agent:
+      type: shell
+      instructions: |
+        echo ran >> {runs}/after
+        echo "go={{{{needs.first.result.go}}}}"
+"""
+
+
+def test_kill_9_in_the_middle_of_a_workflow_reruns_nothing_that_finished(
+    tui: Tui, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    marker = tui.marker()
+    f = tmp_path / "wf.yaml"
+    f.write_text(WORKFLOW.format(runs=runs, marker=marker))
+    run = tui.popen("run", str(f))
+
+    def holding() -> bool:
+        return tui.state_of("hold") == "RUNNING" and any(
+            ln.text == "holding" for ln in tui.output()
+        )
+
+    wait_until(holding, "hold RUNNING with its line stored", proc=run)
+    assert tui.state_of("first") == "COMPLETED" and tui.state_of("side") == "SKIPPED"
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=30)
+
+    res = tui("run", timeout=120)
+    assert res.returncode == 0, str(res)
+    tasks = tui.by_name()
+    assert {n: t["state"] for n, t in tasks.items()} == {
+        "first": "COMPLETED",
+        "side": "SKIPPED",
+        "hold": "COMPLETED",
+        "after": "COMPLETED",
+    }
+    # What had finished before the crash did not run again, and its result was kept.
+    assert (runs / "first").read_text() == "ran\n"
+    assert not (runs / "side").exists()
+    assert tasks["first"]["result"] == {"go": True}
+    # The interrupted task ran again (its attempt not counted against it); the rest once.
+    assert (runs / "hold").read_text() == "ran\nran\n"
+    assert (runs / "after").read_text() == "ran\n"
+    assert tasks["after"]["result"] == "go=true"
+    moves = [(n, frm, to) for _, n, frm, to, _ in tui.transitions()]
+    assert moves.count(("side", "PENDING", "SKIPPED")) == 1
+    assert moves.count(("first", "RUNNING", "COMPLETED")) == 1
+    assert ("hold", "RUNNING", "QUEUED") in moves
+    assert marker_processes(marker) == []
+
+
+def test_config_defaults_apply_below_the_files_own(tui: Tui, tmp_path: Path) -> None:
+    config = tmp_path / "user-config"
+    config.mkdir()
+    log = tmp_path / "skipped.jsonl"
+    (config / "config.toml").write_text(
+        '[settings]\non_error = "skip"\n\n[settings.hooks]\n'
+        f'on_skip = ["sh", "-c", "cat >> {log}"]\n'
+    )
+    f = tmp_path / "d.yaml"
+    f.write_text(
+        "tasks:\n"
+        "  - {name: lenient, agent: {type: shell, instructions: 'exit 1'}}\n"
+        "  - {name: strict, on_error: fail, agent: {type: shell, instructions: 'exit 1'}}\n"
+    )
+    res = tui("run", str(f), timeout=120)
+    assert res.returncode == 1, str(res)
+    states = {n: t["state"] for n, t in tui.by_name().items()}
+    assert states == {"lenient": "SKIPPED", "strict": "FAILED"}
+    assert [json.loads(x)["name"] for x in log.read_text().splitlines()] == ["lenient"]
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def test_a_hook_hanging_when_the_engine_is_killed_still_ends_at_its_timeout(
+    tui: Tui, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    hook = ["bash", "-c", f"sleep 600 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; wait"]
+    f = tmp_path / "h.yaml"
+    marker = tui.marker()
+    f.write_text(
+        "name: t\n"
+        f"hooks: {{on_start: {json.dumps(hook)}, timeout: 2s}}\n"
+        "agent:\n  type: shell\n  instructions: |\n"
+        f"    # {marker}\n"
+        '    if [ "$TUI_ATTEMPT" -eq 1 ]; then sleep 600; fi\n'
+    )
+    run = tui.popen("run", str(f))
+    wait_until(pids.exists, "the hook started", proc=run)
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=30)
+    hook_pids = [int(p) for p in pids.read_text().split()]
+    # Nobody is left to time it out but the hook's own bound.
+    wait_until(lambda: not any(_running(p) for p in hook_pids), "the hook's group ended", 30)
+    # The next run recovers the task (ending its held first attempt) and finishes it.
+    res = tui("run", timeout=120)
+    assert res.returncode == 0, str(res)
+    assert marker_processes(marker) == []
+
+
+def test_tui_run_prints_a_failing_hook_and_the_task_stays_completed(
+    tui: Tui, tmp_path: Path
+) -> None:
+    f = tmp_path / "f.yaml"
+    hook = ["sh", "-c", "echo cannot reach the chat server >&2; exit 7"]
+    f.write_text(
+        f"name: t\nhooks: {{on_complete: {json.dumps(hook)}}}\n"
+        "agent: {type: shell, instructions: 'echo done'}\n"
+    )
+    res = tui("run", str(f), timeout=120)
+    assert res.returncode == 0, str(res)
+    failed = "hook on_complete failed: exit code 7: cannot reach the chat server"
+    assert f"{'t':<24} {failed}" in res.stdout
+    assert tui.state_of("t") == "COMPLETED"
