@@ -15,12 +15,13 @@ from textual.app import App, SystemCommand
 from textual.command import SimpleCommand
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import TabbedContent
+from textual.widgets import RichLog, TabbedContent
 
 from tui.app import actions
 from tui.app.engine_api import AppEngine
 from tui.app.help_screen import HelpScreen, pretty_key
 from tui.app.prompts import Confirm, TextPrompt
+from tui.app.widgets.changes_view import ChangesView
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
@@ -35,8 +36,9 @@ from tui.config.templates import (
     find,
     template_sources,
 )
+from tui.engine import api
 from tui.engine.copies import ambiguous_names, copies_text, unfinished_copies
-from tui.engine.scheduler import EngineError
+from tui.engine.scheduler import Engine, EngineError
 from tui.model.issues import Issue, TaskFileError
 from tui.model.loader import load_task_files
 from tui.model.states import State
@@ -57,6 +59,8 @@ class AppActions(App[None]):
     _dag: DagView
     _panel: QuestionPanel
     _tabs: TabbedContent
+    _changes: ChangesView
+    _selected: str | None
     _confirm_cancel: bool
     _template: tuple[TemplateSource, Template] | None
     _graph_dirty: bool
@@ -254,12 +258,88 @@ class AppActions(App[None]):
     def action_show_questions(self) -> None:
         self.action_answer()
 
+    # -- worktrees (the Changes tab) -------------------------------------------------------
+
+    async def _worktree_of(self, task_id: str) -> api.WorktreeReply:
+        return await self._send(api.GetWorktree(task_id=task_id, diff=True, color=False))
+
+    async def _send(self, message: api.Message[Any]) -> Any:
+        if isinstance(self.engine, Engine):
+            return await self.engine.handle(message)
+        return await self.engine.send(message)
+
+    def action_show_changes(self) -> None:
+        self._tabs.active = "changes-tab"
+        self._changes.query_one("#changes-diff").focus()
+
+    async def action_merge_task(self) -> None:
+        if task_id := self._selected_or_warn():
+            await self._call(self._done(api.Merge(task_id=task_id)))
+            await self._changes.show(self._selected)
+
+    def action_discard_task(self) -> None:
+        task_id = self._selected_or_warn()
+        rec = self._list.records.get(task_id or "")
+        if task_id is None or rec is None:
+            return
+
+        async def discard() -> None:
+            await self._call(self._done(api.Discard(task_id=task_id)))
+            await self._changes.show(self._selected)
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(discard(), group="commands")
+
+        self.push_screen(
+            Confirm(f"Discard {rec.name}'s work? Its worktree and branch are deleted."), answered
+        )
+
+    def action_message_task(self) -> None:
+        task_id = self._selected_or_warn()
+        rec = self._list.records.get(task_id or "")
+        if task_id is None or rec is None:
+            return
+        running = rec.state in (State.RUNNING, State.READY)
+        verb = "Message" if running else "Continue"
+
+        async def send(text: str) -> None:
+            if not text:
+                return
+            message: api.Message[Any] = (
+                api.Send(task_id=task_id, text=text)
+                if running
+                else api.Continue(task_id=task_id, text=text)
+            )
+            await self._call(self._done(message))
+
+        self._ask_text(f"{verb} {rec.name}: what to tell the agent (Esc leaves)", send)
+
+    async def _done(self, message: api.Message[Any]) -> str:
+        return str((await self._send(message)).text)
+
+    async def action_copy_worktree_path(self) -> None:
+        task_id = self._selected_or_warn()
+        if task_id is None:
+            return
+        try:
+            reply = await self._send(api.GetWorktree(task_id=task_id))
+        except EngineError as e:
+            self.notify(str(e), severity="warning", timeout=6)
+            return
+        self.copy_to_clipboard(reply.path)  # OSC 52: reaches the local clipboard over SSH too
+        self.notify(f"copied {reply.path}", timeout=4)
+
     def action_focus_left(self) -> None:
         self._list.focus()
 
     def action_focus_right(self) -> None:
         active = self._tabs.active
-        panes: dict[str, type[Widget]] = {"output-tab": LogView, "dag-tab": DagView}
+        panes: dict[str, type[Widget]] = {
+            "output-tab": LogView,
+            "dag-tab": DagView,
+            "changes-tab": RichLog,
+        }
         target = panes.get(active)
         if target is not None:
             self.query_one(target).focus()

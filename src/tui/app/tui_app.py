@@ -26,6 +26,7 @@ from tui.app.notify import OscMode, default_osc_mode, osc_sequence
 from tui.app.state_style import FAILED_GROUP, style_for
 from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
+from tui.app.widgets.changes_view import ChangesView
 from tui.app.widgets.dag_view import DagNode, DagView
 from tui.app.widgets.log_view import PAUSED_LABEL, LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
@@ -124,6 +125,7 @@ class TuiApp(AppActions):
         self._dirty: set[str] = set()
         self._questions_dirty = True
         self._graph_dirty = True
+        self._changes_dirty = False
         self._finished: list[str] = []
         self._status_note = ""  # e.g. while the daemon is away
         self._template: tuple[TemplateSource, Template] | None = None
@@ -157,6 +159,8 @@ class TuiApp(AppActions):
                     yield DagView(id="dag")
                 with TabPane("Questions", id="questions-tab"):
                     yield QuestionPanel(id="questions")
+                with TabPane("Changes", id="changes-tab"):
+                    yield ChangesView(self._worktree_of, id="changes")
         yield Static(id="status")
         yield Footer()
 
@@ -166,6 +170,7 @@ class TuiApp(AppActions):
         self._output = self.query_one(LogView)
         self._dag = self.query_one(DagView)
         self._panel = self.query_one(QuestionPanel)
+        self._changes = self.query_one(ChangesView)
         self._tabs = self.query_one(TabbedContent)
         self._status = self.query_one("#status", Static)
         self._right = self.query_one("#right")
@@ -262,6 +267,8 @@ class TuiApp(AppActions):
             self._graph_dirty = True
         elif ev.kind == "state":
             self._graph_dirty = True
+        if ev.kind == "state" and ev.task_id == self._selected:
+            self._changes_dirty = True  # a run that ended committed its work
 
     def _tell_notice(self, notice: Notice) -> None:
         if notice.kind == "disconnected":
@@ -292,6 +299,9 @@ class TuiApp(AppActions):
         if self._questions_dirty:
             self._questions_dirty = False
             await self._refresh_questions()
+        if self._changes_dirty and self._tabs.active == "changes-tab":
+            self._changes_dirty = False
+            await self._changes.show(self._selected)
         if self._finished:
             await self._tell_finished()
         if changed:  # counting 10k tasks ten times a second for nothing adds up
@@ -309,6 +319,8 @@ class TuiApp(AppActions):
     def _tab_activated(self, message: TabbedContent.TabActivated) -> None:
         if message.pane.id == "dag-tab" and self._graph_dirty:
             self._apply_graph()
+        if message.pane.id == "changes-tab":
+            self.run_worker(self._changes.show(self._selected), group="changes", exclusive=True)
 
     async def _refresh_questions(self) -> None:
         records = self._list.records
@@ -339,6 +351,9 @@ class TuiApp(AppActions):
         parts = [f"{n_tasks} task{'s' * (n_tasks != 1)}"] + [
             f"{n} {label}" for label, n in counts.items() if n
         ]
+        if len(self._list.projects) > 1:  # several projects: how many tasks each
+            named = sorted(self._list.projects.items(), key=lambda kv: (-kv[1], kv[0]))
+            parts.append(" ".join(f"{p or '(none)'} {n}" for p, n in named[:4]))
         if open_q:
             parts.append(f"? {open_q} waiting for you (a)")
         if self._status_note:
@@ -406,6 +421,8 @@ class TuiApp(AppActions):
         await self._output.show_task(task_id)
         self._dag.select(task_id)
         self._update_right_title()
+        if self._tabs.active == "changes-tab":
+            await self._changes.show(task_id)
 
     def _update_right_title(self) -> None:
         # The pane's top border is drawn: the selected task, and whether output is paused.

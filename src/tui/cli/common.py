@@ -14,12 +14,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui.model.task import Task, default_worktree
 from tui.store.db import Store
 from tui.store.paths import default_db_path
 from tui.store.records import EventRecord
 
 if TYPE_CHECKING:
     from tui.config.schema import Settings
+    from tui.engine.runner import Executor
     from tui.model.workflow import FileDefaults
 
 
@@ -46,6 +48,11 @@ def _settings() -> Settings:
     return settings_or_raise()
 
 
+def with_worktree_setting(tasks: list[Task]) -> list[Task]:
+    """Loaded tasks with the config's ``worktree`` setting applied."""
+    return default_worktree(tasks, _settings().worktree)
+
+
 def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
     """(concurrency, shell): the command-line flag, else the config, else the built-in."""
     from tui.config.schema import DEFAULT_CONCURRENCY, DEFAULT_SHELL
@@ -53,6 +60,13 @@ def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
     settings = _settings()
     concurrency = args.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
     return concurrency, args.shell or settings.shell or DEFAULT_SHELL
+
+
+def engine_executor(args: argparse.Namespace) -> Executor | None:
+    """The executor ``--executor`` (else [executor] in the config) asks for; None = local."""
+    from tui.config.executor import executor_settings, make_executor
+
+    return make_executor(executor_settings(getattr(args, "executor", None)))
 
 
 def workflow_defaults() -> FileDefaults:
@@ -68,7 +82,8 @@ def ignored_settings(
 ) -> str | None:
     """What to tell the user when --concurrency / --shell were given but cannot apply, because
     ``engine`` (another process's) already schedules the database; None when none were."""
-    given = [f"--{name}" for name in ("concurrency", "shell") if getattr(args, name, None)]
+    names = ("concurrency", "shell", "executor")
+    given = [f"--{name}" for name in names if getattr(args, name, None)]
     if not given:
         return None
     verb = "applies" if len(given) == 1 else "apply"

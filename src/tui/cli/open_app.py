@@ -11,10 +11,12 @@ import sys
 from tui.cli.common import (
     DAEMON_SETTINGS,
     db_path,
+    engine_executor,
     engine_settings,
     err,
     ignored_settings,
     open_store,
+    with_worktree_setting,
     workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
@@ -82,7 +84,14 @@ async def _open_here(args: argparse.Namespace) -> int:
         from tui.app.run_app import run_app
 
         concurrency, shell = engine_settings(args)
-        await run_app(store, tasks, concurrency=concurrency, mouse=not args.no_mouse, shell=shell)
+        await run_app(
+            store,
+            tasks,
+            concurrency=concurrency,
+            mouse=not args.no_mouse,
+            shell=shell,
+            executor=engine_executor(args),  # [executor] in the config
+        )
     return 0
 
 
@@ -92,4 +101,4 @@ def _load(args: argparse.Namespace, known: set[str]) -> list[Task]:
     result = load_task_files(args.files, known_ids=known, defaults=workflow_defaults())
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    return result.tasks
+    return with_worktree_setting(result.tasks)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from tui.cli.common import (
     DAEMON_SETTINGS,
     answer_on,
+    engine_executor,
     engine_settings,
     err,
     flush_transitions,
@@ -20,6 +21,7 @@ from tui.cli.common import (
     print_hook_failure,
     print_question,
     print_transition,
+    with_worktree_setting,
     workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
@@ -58,7 +60,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             known = await store.all_ids()
             result = load_task_files(args.files, known_ids=known, defaults=workflow_defaults())
             _print_warnings(result.warnings)
-            tasks = result.tasks
+            tasks = with_worktree_setting(result.tasks)
             # Refuse before an engine starts: starting one would already run (and, on the
             # refusal, interrupt) tasks left queued in the database.
             taken = sorted({t.id for t in tasks} & known)
@@ -98,7 +100,11 @@ async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -
         return 1
     concurrency, shell = engine_settings(args)
     engine = Engine(
-        store, concurrency=concurrency, auto_approve=not args.manual_approve, shell=shell
+        store,
+        concurrency=concurrency,
+        auto_approve=not args.manual_approve,
+        shell=shell,
+        executor=engine_executor(args),
     )
     try:
         with daemon_lock(daemon_paths(store.path)):

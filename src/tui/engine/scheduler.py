@@ -46,6 +46,8 @@ from tui.engine.run_end import RunEnd
 from tui.engine.runner import Executor, LocalExecutor, Run
 from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
 from tui.engine.workflow import WorkflowError, needs_of
+from tui.engine.worktree_runs import plan_worktrees
+from tui.engine.worktrees import Worktrees
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import Task, priority_rank
 from tui.model.workflow import FileDefaults
@@ -116,6 +118,7 @@ class Engine(RunEnd, Questions):
         self.stream = EventStream(store)
         self.output = OutputBuffer(store, self.stream.publish, self._output_not_stored)
         self._disk_kills: set[asyncio.Task[None]] = set()
+        self.worktrees = Worktrees(store)
         self.hooks = HookRunner(store, self._tasks_get, defaults.hooks if defaults else None)
 
     @property
@@ -166,6 +169,7 @@ class Engine(RunEnd, Questions):
             run.kill_reason = run.kill_reason or "shutdown"
         await asyncio.gather(*(self.executor.kill(run) for run in runs))
         await asyncio.gather(*self._runners, return_exceptions=True)
+        await self.executor.close()
         await self.output.flush()
         await self.hooks.stop()
         await self.store.unregister_engine(self.id)
@@ -236,6 +240,9 @@ class Engine(RunEnd, Questions):
             if missing:
                 raise EngineError(f"task {t.name!r} depends on unknown task ids: {missing}")
         async with self._batch:
+            # Worktree bases are pinned now (and stored before the tasks: a row with no task
+            # is what `tui gc` cleans up; a task whose worktree was never planned runs in place).
+            await plan_worktrees(self.worktrees, tasks)
             try:
                 records = await self.store.insert_tasks(tasks, approved=approved)
             except StoreError as e:
@@ -567,6 +574,11 @@ class Engine(RunEnd, Questions):
 
     async def session_started(self, run: Run, session_id: str) -> None:
         await self.store.set_run_session(run.run_id, session_id)
+
+    async def node_started(self, run: Run, node: str) -> None:
+        new = await self.store.set_run_node(run.run_id, node)
+        if new is not None:
+            self._took(new)
 
     def process_started(self, run: Run, proc: Child) -> None:
         # Stored for crash recovery while the agent gets on with its work: nothing waits for
