@@ -27,6 +27,7 @@ from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
 from tui.app.widgets.task_list import SORTS, FilterError, TaskFilter, TaskList
 from tui.config.load import ConfigError, load_config, load_settings
+from tui.config.system_parts import named_parts
 from tui.config.templates import (
     TaskRequest,
     Template,
@@ -410,9 +411,14 @@ class AppActions(App[None]):
             return
         try:
             records = await self.engine.list_tasks()
-            defaults = load_settings()[0].workflow_defaults()  # config.toml's on_error, hooks
+            settings = load_settings()[0]
+            defaults = settings.workflow_defaults()  # config.toml's on_error, hooks
             tasks = load_task_files(
-                [Path(path).expanduser()], known_ids={r.id for r in records}, defaults=defaults
+                [Path(path).expanduser()],
+                known_ids={r.id for r in records},
+                defaults=defaults,
+                parts=named_parts,
+                classify=lambda: list(settings.classify),
             ).tasks
         except TaskFileError as e:
             self._notify_issues(e.issues, path)

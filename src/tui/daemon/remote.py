@@ -68,8 +68,8 @@ def _hung(paths: DaemonPaths, what: str, pid: int | None = None) -> DaemonHung:
 async def _open(
     paths: DaemonPaths, limit: int = wire.REQUEST_LINE_LIMIT
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, dict]:
-    # asyncio.timeout, never wait_for: on Python 3.11 wait_for drops a cancel that comes in
-    # the loop turn its awaitable finishes, and a viewer that ignores its cancel never quits.
+    # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that
+    # lands as the awaited call completes (a viewer told to stop then follows forever).
     try:
         async with asyncio.timeout(HELLO_TIMEOUT):
             reader, writer = await asyncio.open_unix_connection(str(paths.socket), limit=limit)

@@ -118,6 +118,8 @@ class Engine(RunEnd, Questions):
         self.stream = EventStream(store)
         self.output = OutputBuffer(store, self.stream.publish, self._output_not_stored)
         self._disk_kills: set[asyncio.Task[None]] = set()
+        # Told the pid (= process group) of every agent process started (the daemon's guard).
+        self.on_spawn: Callable[[int], None] | None = None
         self.worktrees = Worktrees(store)
         self.hooks = HookRunner(store, self._tasks_get, defaults.hooks if defaults else None)
 
@@ -581,6 +583,8 @@ class Engine(RunEnd, Questions):
             self._took(new)
 
     def process_started(self, run: Run, proc: Child) -> None:
+        if self.on_spawn is not None:
+            self.on_spawn(proc.pid)
         # Stored for crash recovery while the agent gets on with its work: nothing waits for
         # it but the end of the run, which is stored after it.
         run.recorded = asyncio.ensure_future(
