@@ -175,22 +175,24 @@ class Submit(Command[Submitted]):
     approved: StrictBool | None = None
 
 
-class Approve(Command[Done]):
+class TaskCommand(Command[Done]):
+    """A command on one task, carried out by one engine call whose text is the reply (see
+    ``handlers.task_command``)."""
+
     reply = Done
+    task_id: str
+
+
+class Approve(TaskCommand):
     op: Literal["approve"] = "approve"
-    task_id: str
 
 
-class Cancel(Command[Done]):
-    reply = Done
+class Cancel(TaskCommand):
     op: Literal["cancel"] = "cancel"
-    task_id: str
 
 
-class Retry(Command[Done]):
-    reply = Done
+class Retry(TaskCommand):
     op: Literal["retry"] = "retry"
-    task_id: str
 
 
 class Answer(Command[Done]):
@@ -210,16 +212,12 @@ class Expire(Command[Done]):
     question_id: str
 
 
-class Accept(Command[Done]):
-    reply = Done
+class Accept(TaskCommand):
     op: Literal["accept"] = "accept"
-    task_id: str
 
 
-class Reject(Command[Done]):
-    reply = Done
+class Reject(TaskCommand):
     op: Literal["reject"] = "reject"
-    task_id: str
     comment: str = ""
 
 

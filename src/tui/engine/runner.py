@@ -238,8 +238,9 @@ async def watch_timeout(run: Run, timeout: float, kill: Callable[[Run], Awaitabl
     while remaining > 0:
         await run.working.wait()
         started = loop.time()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(run.waiting.wait(), remaining)
+        with contextlib.suppress(TimeoutError):  # not wait_for: see daemon.remote
+            async with asyncio.timeout(remaining):
+                await run.waiting.wait()
         remaining -= loop.time() - started
     run.kill_reason = run.kill_reason or "timeout"
     await kill(run)

@@ -133,23 +133,20 @@ class Store:
         expected: State | Collection[State],
         to: State,
         reason: str = "",
+        *,
+        base: TaskRecord | None = None,
         **updates: Any,
     ) -> TaskRecord | None:
         """Compare-and-set: move ``task_id`` to ``to`` only if it is now in ``expected``.
 
         Returns the updated task, or None (and changes nothing) when another writer got there
         first or the state table forbids the move. ``updates`` sets other task columns in the
-        same transaction.
+        same transaction. ``base``, the caller's record of the task, lends the result its
+        parsed spec (a spec never changes after submission); so it does in the methods below.
         """
         now = time.time()
         move = Move(task_id, expected, to, reason, updates)
-        return await self._db.call(lambda t: tasks.transition(t, move, now))
-
-    async def move(self, move: Move, base: TaskRecord | None = None) -> TaskRecord | None:
-        """``transition`` of a ``Move``. ``base``, the caller's record of the task, lends the
-        result its parsed spec (a spec never changes after submission)."""
-        now = time.time()
-        deps = _deps(base, move.task_id)
+        deps = _deps(base, task_id)
         return await self._db.call(
             lambda t: _based(tasks.transition(t, move, now, deps=deps), base)
         )
@@ -157,7 +154,7 @@ class Store:
     async def move_many(
         self, moves: Sequence[tuple[Move, TaskRecord | None]]
     ) -> list[TaskRecord | None]:
-        """Several ``move``s in one transaction, in order (a cascade of any length is one
+        """Several ``transition``s in one transaction, in order (a cascade of any length is one
         round trip). Each is checked on its own; one refused does not stop the others."""
         now = time.time()
         return await self._db.call(
@@ -253,7 +250,7 @@ class Store:
         session_id: str = "",
         then: Move | None = None,
         result: str | None = None,
-        then_deps: list[str] | None = None,
+        base: TaskRecord | None = None,
     ) -> TaskRecord | None:
         """Close a run and add its cost and tokens to the task's totals; with ``then``, also
         make that transition in the same transaction (one round trip where two were), its
@@ -261,6 +258,7 @@ class Store:
         (JSON) store the task's result in it too: a crash never keeps a run's end without its
         result. Returns the task ``then`` moved (None without one, or if it did not happen)."""
         now = time.time()
+        then_deps = _deps(base, then.task_id) if then is not None else None
         fields = {
             "outcome": outcome,
             "exit_code": exit_code,
@@ -284,17 +282,9 @@ class Store:
             moved = tasks.transition(t, then, now, data=data, deps=then_deps)
             if moved is None and ended is not None:
                 runs.journal_end(t, ended, now)
-            return moved
+            return _based(moved, base)
 
         return await self._db.call(tx)
-
-    async def end_run_record(
-        self, run_id: int, *, base: TaskRecord | None = None, **fields: Any
-    ) -> TaskRecord | None:
-        """``end_run``, with ``base`` lending the moved task its parsed spec."""
-        then = fields.get("then")
-        deps = _deps(base, then.task_id) if then is not None else None
-        return _based(await self.end_run(run_id, then_deps=deps, **fields), base)
 
     async def runs(self, task_id: str | None = None, *, open_only: bool = False) -> list[RunRecord]:
         return await self._db.call(lambda t: runs.select(t, task_id, open_only), write=False)
@@ -384,32 +374,17 @@ class Store:
         payload: dict[str, Any],
         *,
         expected: Collection[State],
+        base: TaskRecord | None = None,
     ) -> TaskRecord | None:
         """Store an open question and put the task in READY (the checked transition), in one
         transaction. A task already READY stays READY. Returns the task, or None (refused)."""
         now = time.time()
         return await self._db.call(
-            lambda t: questions.raise_(
-                t, question_id, task_id, run_id, kind, payload, expected, now
+            lambda t: _based(
+                questions.raise_(t, question_id, task_id, run_id, kind, payload, expected, now),
+                base,
             )
         )
-
-    async def raise_question_record(
-        self,
-        question_id: str,
-        task_id: str,
-        run_id: int | None,
-        kind: str,
-        payload: dict[str, Any],
-        *,
-        expected: Collection[State],
-        base: TaskRecord | None = None,
-    ) -> TaskRecord | None:
-        """``raise_question``, with ``base`` lending the task its parsed spec."""
-        raised = await self.raise_question(
-            question_id, task_id, run_id, kind, payload, expected=expected
-        )
-        return _based(raised, base)
 
     async def add_message(
         self,

@@ -26,13 +26,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tui.model.states import State
 from tui.store import health, journal
 from tui.store.errors import StoreError
 from tui.store.records import EventRecord
 from tui.store.schema import MIGRATIONS
 
 T = TypeVar("T")
+
+
+def sqlite_uri(path: Path, mode: str) -> str:
+    """SQLite's URI of ``path``, quoted: a `?`, `#` or `%` in a folder name stays a name."""
+    return f"{path.absolute().as_uri()}?mode={mode}"
 
 
 class Tx:
@@ -49,18 +53,7 @@ class Tx:
     def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.db.execute(sql, args).fetchall()]
 
-    def event(
-        self,
-        task_id: str,
-        kind: str,
-        frm: State | None,
-        to: State | None,
-        reason: str,
-        data: dict[str, Any] | None,
-        at: float,
-    ) -> None:
-        """Append a journal row; listeners get it once the transaction commits."""
-        self.events.append(journal.insert(self.db, task_id, kind, frm, to, reason, data, at))
+    event = journal.insert  # t.event(task_id, kind, from, to, reason, data, at)
 
 
 Job = tuple[Callable[[Tx], Any], bool, "asyncio.Future[Any]"]
@@ -118,7 +111,7 @@ class Database:
     @classmethod
     async def connect(cls, path: Path, *, create: bool) -> Database:
         """Open ``path``; without ``create``, a missing file is an error, never a new one."""
-        uri = f"{path.absolute().as_uri()}?mode={'rwc' if create else 'rw'}"
+        uri = sqlite_uri(path, "rwc" if create else "rw")
         thread = _Thread()
         try:
             conn = await thread.submit(lambda: sqlite3.connect(uri, uri=True, isolation_level=None))
