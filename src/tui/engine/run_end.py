@@ -70,7 +70,9 @@ class RunEnd:
     async def _cascade_failure(self, task_id: str) -> None:
         raise NotImplementedError
 
-    if TYPE_CHECKING:  # from tui.engine.questions, the other part mixed into Engine
+    if TYPE_CHECKING:  # from tui.engine.questions and .subtasks, the other parts of Engine
+
+        def _waits_on_children(self, task_id: str) -> bool: ...
 
         async def _close_run_questions(self, run: Run, status: str) -> None: ...
 
@@ -141,6 +143,9 @@ class RunEnd:
                 now=self.clock.now(),
                 rng=self.rng,
             )
+            if move.to == State.COMPLETED and self._waits_on_children(task_id):
+                why = "its run completed; waiting on its subtasks"
+                move = Move(task_id, move.expected, State.BLOCKED, why, move.updates)
         new = await self._end_run(run, outcome, interrupted, error, result, move, stored, rec)
         self._running.pop(task_id, None)
         if new is not None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from tui.model import subtasks
 from tui.model.dependencies import find_cycles, resolve_dependencies
 from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
@@ -156,7 +157,7 @@ def _read_file(
         issues.append(Issue(filename, 1, "", message, _SHAPE_FIX))
         return []
     if "tasks" not in data:
-        return [_read_task(data, (), filename, lines, issues, warnings, defaults=defaults)]
+        return _read_tree(data, (), filename, lines, issues, warnings, defaults=defaults)
     return _read_batch(data, filename, lines, issues, warnings, defaults)
 
 
@@ -194,9 +195,7 @@ def _read_batch(
     for index, item in enumerate(tasks):
         path: KeyPath = ("tasks", index)
         if isinstance(item, dict):
-            entries.append(
-                _read_task(item, path, filename, lines, issues, warnings, shared, defaults)
-            )
+            entries += _read_tree(item, path, filename, lines, issues, warnings, shared, defaults)
         else:
             issues.append(
                 Issue(
@@ -223,6 +222,49 @@ def _read_batch(
         else:
             first_line[name] = entry.lines.get((*entry.path, "name"))
     return entries
+
+
+def _read_tree(
+    raw: dict[str, Any],
+    path: KeyPath,
+    filename: str,
+    lines: dict[KeyPath, int],
+    issues: list[Issue],
+    warnings: list[Issue],
+    shared: FileVariables = ([], {}),
+    defaults: FileDefaults | None = None,
+    depth: int = 0,
+) -> list[TaskEntry]:
+    """A task and, when it has ``subtasks:``, its children (tui.model.subtasks), flattened:
+    the parent first, each child with its path in the file so errors name its line."""
+    own, children = subtasks.split(raw)
+    if children is not None and "agent" not in own:
+        own["agent"] = {"type": "shell", "instructions": ":"}  # a group runs nothing
+    entry = _read_task(own, path, filename, lines, issues, warnings, shared, defaults)
+    if children is None:
+        return [entry]
+    problem = subtasks.shape_problem(children, "agent" in raw, depth)
+    if problem is not None:
+        issues.append(entry.issue(("subtasks",), *problem))
+        return [entry]
+    if entry.task is not None:
+        entry.task.group = True
+    out = [entry]
+    siblings = [c for c in children if isinstance(c, dict)]
+    for index, child in enumerate(children):
+        where: KeyPath = (*path, "subtasks", index)
+        if not isinstance(child, dict):
+            message = f"each subtask must be a mapping; got {child!r}"
+            fix = "write the subtask's keys (name:, agent:, ...) indented under its '-'"
+            issues.append(Issue(filename, lines.get(where), field_name(where), message, fix))
+            continue
+        data = subtasks.qualify_child(child, entry.raw_id, entry.raw_name, siblings)
+        if entry.task is not None:
+            data["parent_task_id"] = entry.task.id
+        out += _read_tree(
+            data, where, filename, lines, issues, warnings, shared, defaults, depth + 1
+        )
+    return out
 
 
 def _read_task(

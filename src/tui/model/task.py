@@ -14,6 +14,7 @@ from tui.model.choices import one_of, required_text
 from tui.model.duration import format_duration, parse_duration
 from tui.model.output_format import OutputFormat
 from tui.model.secrets import refuse_secrets
+from tui.model.subtasks import Completion, check_completion
 from tui.model.variables import Variable
 from tui.model.workflow import (
     ContextSpec,
@@ -61,7 +62,14 @@ class PermissionMode(StrEnum):
 MAX_ATTEMPTS = 1000  # more is a typo, and a huge one no longer fits SQLite's integers
 
 # Columns the engine owns; a YAML file setting them is warned, not rejected.
-RUNTIME_FIELDS = ("state", "rejection_comment", "question_json", "created_at", "updated_at")
+RUNTIME_FIELDS = (
+    "group",
+    "state",
+    "rejection_comment",
+    "question_json",
+    "created_at",
+    "updated_at",
+)
 
 
 # Validation context for a spec read back from the database: checks added for new input
@@ -204,6 +212,15 @@ class Task(_Model):
     on_error: OnError = OnError.NONE
     on_max_retries: OnMaxRetries = OnMaxRetries.NONE
     hooks: Hooks | None = None
+    # Subtasks (tui.model.subtasks): when a parent completes, and whether it is a group made
+    # of a file's `subtasks:` (it runs nothing itself; set by the loader).
+    completion: Completion = Completion.ALL
+    group: bool = False
+
+    @field_validator("completion", mode="before")
+    @classmethod
+    def _check_completion(cls, value: Any) -> Any:
+        return check_completion(value)
 
     @field_validator("on_error", mode="before")
     @classmethod
