@@ -105,6 +105,7 @@ class Engine(RunEnd, Questions, Subtasks):
         self._tasks: dict[str, TaskRecord] = {}  # as the store last returned each
         self._children: dict[str, list[str]] = {}  # parents' subtasks (engine.subtasks)
         self._subtask_dirty: set[str] = set()
+        self._reserved: set[str] = set()
         self.graph = Graph()
         self.queue = RunQueue(concurrency, agent_limits)
         self._retrying: set[str] = set()  # tasks waiting for an automatic retry
@@ -433,9 +434,7 @@ class Engine(RunEnd, Questions, Subtasks):
                 continue
             if not rec.approved or self.graph.open_deps(tid) or not self._parent_lets_run(rec):
                 continue
-            to, reason = self._condition(rec)
-            if to == State.QUEUED and rec.task.group:
-                to, reason = State.BLOCKED, "waiting on its subtasks"
+            to, reason = await self._as_parent(rec, *self._condition(rec))
             new = await self._move(tid, State.PENDING, to, reason)
             if new is None:
                 continue

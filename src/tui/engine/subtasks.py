@@ -19,23 +19,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from tui.engine import foreach
 from tui.engine.errors import EngineError
 from tui.engine.graph import failed_for_good
+from tui.engine.workflow import WorkflowError
 from tui.model.states import ENDED, SATISFIED, State
 from tui.model.subtasks import Completion
+from tui.store.db import Store, StoreError
 from tui.store.records import TaskRecord
 
 # A child may start while its parent is in one of these.
 PARENT_LETS_RUN = frozenset({State.RUNNING, State.BLOCKED, State.READY})
+# A child holding one of its parent's max_parallel slots.
+ACTIVE = frozenset({State.QUEUED, State.RUNNING, State.READY, State.BLOCKED})
 
 
 class Subtasks:
     _tasks: dict[str, TaskRecord]
     _children: dict[str, list[str]]  # parent id -> child ids, in submit order
     _subtask_dirty: set[str]
+    _reserved: set[str]  # children let out of PENDING under a max_parallel, not moved yet
+    store: Store
+
+    def _index(self, records: Sequence[TaskRecord]) -> None:
+        raise NotImplementedError
 
     async def _move(
         self,
@@ -68,14 +78,49 @@ class Subtasks:
 
     def _mark_subtask(self, rec: TaskRecord) -> None:
         """``rec`` changed: it and its parent may have something to settle."""
+        if rec.state != State.PENDING:
+            self._reserved.discard(rec.id)
         if rec.id in self._children:
             self._subtask_dirty.add(rec.id)
         if rec.task.parent_task_id:
             self._subtask_dirty.add(rec.task.parent_task_id)
 
     def _parent_lets_run(self, rec: TaskRecord) -> bool:
+        """Whether the parent lets ``rec`` leave PENDING now; within its ``max_parallel``
+        the slot is reserved at once (callers check several children before any moves)."""
         parent = self._tasks.get(rec.task.parent_task_id) if rec.task.parent_task_id else None
-        return parent is None or parent.state in PARENT_LETS_RUN
+        if parent is None:
+            return True
+        if parent.state not in PARENT_LETS_RUN:
+            return False
+        bound = parent.task.max_parallel
+        if bound:
+            siblings = [self._tasks[c] for c in self._children.get(parent.id, ())]
+            busy = sum(
+                1
+                for k in siblings
+                if k.state in ACTIVE or (k.id in self._reserved and k.state == State.PENDING)
+            )
+            if busy >= bound:
+                return False
+            self._reserved.add(rec.id)
+        return True
+
+    async def _as_parent(self, rec: TaskRecord, to: State, reason: str) -> tuple[State, str]:
+        """Where a task that may run goes when it is a parent: a group or a foreach (its
+        children made and stored first, once) waits on its children in BLOCKED."""
+        if to != State.QUEUED or not (rec.task.group or rec.task.foreach is not None):
+            return to, reason
+        if rec.task.group:
+            return State.BLOCKED, "waiting on its subtasks"
+        try:
+            items = foreach.items_of(rec, self._tasks.get)
+            if rec.id not in self._children and items:  # not again after a crash
+                made = await self.store.insert_tasks(foreach.children(rec, items), approved=True)
+                self._index(made)
+        except (WorkflowError, StoreError) as e:
+            return State.FAILED, f"{rec.name}: {e}"
+        return State.BLOCKED, f"waiting on its {len(items)} foreach items"
 
     def _waits_on_children(self, task_id: str) -> bool:
         """A parent whose own run just completed still has children to wait for."""
@@ -115,7 +160,7 @@ class Subtasks:
         if parent.task.completion == Completion.ANY:
             if done:
                 to, reason = State.COMPLETED, f"subtask {done[0].name} completed (completion: any)"
-                if parent.task.group:
+                if parent.task.group or parent.task.foreach is not None:
                     updates["result"] = done[0].result
             elif over:
                 to, reason = State.FAILED, "no subtask completed (completion: any)"
@@ -125,7 +170,9 @@ class Subtasks:
             to, reason = State.FAILED, f"subtask {lost[0].name} ended {lost[0].state}"
         elif over:
             to, reason = State.COMPLETED, f"all {len(kids)} subtasks completed"
-            if parent.task.group:
+            if parent.task.foreach is not None:
+                updates["result"] = json.dumps([_value(k) for k in kids])
+            elif parent.task.group:
                 updates["result"] = json.dumps({k.name.rsplit(".", 1)[-1]: _value(k) for k in kids})
         else:
             return

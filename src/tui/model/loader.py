@@ -14,6 +14,7 @@ from tui.model import subtasks
 from tui.model.dependencies import find_cycles, resolve_dependencies
 from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
+from tui.model.foreach import foreach_issues
 from tui.model.issues import Issue, TaskFileError
 from tui.model.limits import MAX_ID_CHARS, UnreadableInput, read_bounded
 from tui.model.task import RUNTIME_FIELDS, Task
@@ -383,6 +384,8 @@ def _apply_variables(entry: TaskEntry, shared: FileVariables) -> list[Issue]:
     agent = task.agent
     for key in ("instructions", "system_prompt_append"):
         for name in unknown_uses(getattr(agent, key), declared):
+            if task.foreach is not None and name in ("item", "index"):
+                continue  # filled per child at run time (tui.model.foreach)
             fix = f"declare it under `variables:` (- name: {name}), or write it differently"
             problems.append(entry.issue(("agent", key), f"unknown variable {{{{{name}}}}}", fix))
         setattr(agent, key, fill(getattr(agent, key), values))
@@ -425,7 +428,7 @@ def _finish(
     for entry in entries:
         if entry.task is not None:
             found, warned = workflow_issues(entry)
-            issues += found
+            issues += found + foreach_issues(entry)
             warnings += warned
     if issues:
         rank = {name: i for i, name in enumerate(file_order)}

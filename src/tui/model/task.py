@@ -216,6 +216,10 @@ class Task(_Model):
     # of a file's `subtasks:` (it runs nothing itself; set by the loader).
     completion: Completion = Completion.ALL
     group: bool = False
+    # Map (tui.model.foreach): one child per item, at most max_parallel (0: no bound) of a
+    # parent's children running at once.
+    foreach: list[Any] | str | None = None
+    max_parallel: int = Field(default=0, ge=0)
 
     @field_validator("completion", mode="before")
     @classmethod
