@@ -36,6 +36,7 @@ def _minimal(cls: type) -> dict:
         "payload": {},
         "tasks": [],
         "cursor": [0, 0],
+        "text": "hi",
     }
     return {k: samples[k] for k, f in cls.model_fields.items() if f.is_required()}
 

@@ -12,7 +12,7 @@ RUNNING COMPLETED; RUNNING FAILED; RUNNING TIMED_OUT; RUNNING CANCELLED; RUNNING
 RUNNING BLOCKED; READY COMPLETED; READY PENDING; FAILED QUEUED; TIMED_OUT QUEUED;
 CANCELLED QUEUED; BUDGET_EXCEEDED QUEUED; BLOCKED QUEUED; BLOCKED READY;
 READY RUNNING; READY CANCELLED; RUNNING QUEUED;
-PENDING SKIPPED; RUNNING SKIPPED; SKIPPED QUEUED; PENDING FAILED;
+PENDING SKIPPED; RUNNING SKIPPED; SKIPPED QUEUED; PENDING FAILED; COMPLETED QUEUED;
 PENDING BLOCKED; BLOCKED COMPLETED; BLOCKED FAILED; BLOCKED CANCELLED
 """
 ALLOWED = {tuple(p.split()) for p in EXPECTED.replace("\n", " ").split(";")}
@@ -33,8 +33,9 @@ def test_every_other_pair_is_forbidden() -> None:
     assert len(TRANSITIONS) == len(ALLOWED)
 
 
-def test_completed_is_terminal() -> None:
-    assert not any(valid_transition(State.COMPLETED, s) for s in State)
+def test_completed_leaves_only_for_the_queue() -> None:
+    # Only `tui continue` (a person resuming the agent's session) moves a COMPLETED task.
+    assert [s for s in State if valid_transition(State.COMPLETED, s)] == [State.QUEUED]
 
 
 def test_unknown_state_names_are_rejected() -> None:

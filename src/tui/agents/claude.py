@@ -10,7 +10,6 @@ See docs/claude.md.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from typing import Any
@@ -132,12 +131,28 @@ class _Conversation:
         self.write_lock = asyncio.Lock()
         self.lost_session = False
         self.initialized = False  # saw the system/init line
+        # User turns written (the prompt, then each `tui send`) and results read: stdin closes
+        # (the CLI then exits) only once every turn has its result.
+        self.turns = 0
+        self.results = 0
+
+    async def relay_messages(self) -> None:
+        """A person's messages (`tui send`), each written as one more user turn."""
+        inbox = getattr(self.ctx, "inbox", None)
+        if inbox is None:
+            return
+        while True:
+            text, delivered = await inbox.get()
+            ok = await self.send(user_message(text), turn=True)
+            if not delivered.done():
+                delivered.set_result(ok)
 
     async def run(self, argv: list[str], prompt: str) -> RunResult:
         async def started(proc: Child) -> None:
             self.proc = proc
-            await self.send(user_message(prompt))
+            await self.send(user_message(prompt), turn=True)
 
+        relay = asyncio.create_task(self.relay_messages())
         try:
             code = await run_cli(
                 self.ctx,
@@ -149,6 +164,7 @@ class _Conversation:
                 on_start=started,
             )
         finally:
+            relay.cancel()
             for task in list(self.handlers.values()):
                 task.cancel()
             if self.handlers:
@@ -182,24 +198,31 @@ class _Conversation:
 
     # -- stdin -----------------------------------------------------------------------------
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: dict[str, Any], *, turn: bool = False) -> bool:
+        """Write one line to the CLI; False when its stdin is already closed."""
         proc = self.proc
         if proc is None or proc.stdin is None:
-            return
+            return False
         data = (json.dumps(message, ensure_ascii=False) + "\n").encode()
         async with self.write_lock:
             if proc.stdin.is_closing():
-                return
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                return False
+            try:
                 proc.stdin.write(data)
                 await proc.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError):
+                return False
+            if turn:
+                self.turns += 1
+            return True
 
     async def close_stdin(self) -> None:
+        """Close stdin once every user turn has its result (the CLI then exits)."""
         proc = self.proc
         if proc is None or proc.stdin is None:
             return
         async with self.write_lock:
-            if not proc.stdin.is_closing():
+            if self.results >= self.turns and not proc.stdin.is_closing():
                 proc.stdin.close()
 
     # -- stdout / stderr -------------------------------------------------------------------
@@ -229,8 +252,9 @@ class _Conversation:
                 pending.cancel()
         elif kind == "result":
             self.result_line = msg
+            self.results += 1
             self.session_id = str(msg.get("session_id") or self.session_id)
-            await self.close_stdin()  # the turn is over: the CLI exits when stdin closes
+            await self.close_stdin()  # the turns are over: the CLI exits when stdin closes
 
     # -- control requests ------------------------------------------------------------------
 

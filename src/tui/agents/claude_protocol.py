@@ -144,6 +144,9 @@ def resume_prompt(
         if last.error and outcome not in last.error.lower():
             what = f"{outcome} ({last.error})"
         parts.append(f"The previous attempt ended: {what}. Continue the task.")
+    said = [str((q.answer or {}).get("text", "")) for q in late_answers if q.kind == "message"]
+    if said:  # `tui continue`: the person's words are the new turn
+        return "\n\n".join([*parts, *said])
     for q in late_answers:
         for question, answer in _answer_pairs(q):
             parts.append(f"While you were stopped, the user answered: {question} → {answer}")

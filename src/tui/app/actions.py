@@ -51,7 +51,7 @@ COMMANDS: tuple[Command, ...] = (
         "filter",
         "colon",
         "Filter tasks…",
-        "Filter by text, state:NAME (as shown: done, failed, running…) or tag:NAME",
+        "Filter by text, state:NAME (as shown: done, failed, running…), tag:NAME or project:NAME",
     ),
     Command("cycle_sort", "s", "Sort tasks", "Cycle: submitted, state, name, priority"),
     Command(
@@ -67,6 +67,29 @@ COMMANDS: tuple[Command, ...] = (
     Command("show_output", "1", "Show output", "The selected task's output"),
     Command("show_dag", "2", "Show DAG", "The dependency graph"),
     Command("show_questions", "3", "Show questions", "Every open question"),
+    Command(
+        "message_task",
+        "m",
+        "Message the agent…",
+        "Running claude task: send it a message; finished claude/codex/gemini task: continue"
+        " its session with one",
+    ),
+    Command("show_changes", "4", "Show changes", "The selected worktree task's files and diff"),
+    Command(
+        "merge_task",
+        "M",
+        "Merge worktree",
+        "Merge the selected task's branch into its base branch (a conflict changes nothing)",
+    ),
+    Command(
+        "discard_task",
+        "D",
+        "Discard worktree…",
+        "Delete the selected task's worktree and branch (asks first)",
+    ),
+    Command(
+        "copy_worktree_path", "C", "Copy worktree path", "Copy the selected task's worktree path"
+    ),
     Command(
         "focus_left",
         "h",

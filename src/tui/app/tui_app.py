@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Header, RichLog, Static, TabbedContent, TabPane
 
 from tui.app import actions
 from tui.app.engine_api import AppEngine
@@ -30,6 +30,7 @@ from tui.app.prompts import Confirm, TextPrompt
 from tui.app.state_style import FAILED_GROUP, style_for
 from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
+from tui.app.widgets.changes_view import ChangesView
 from tui.app.widgets.dag_view import DagNode, DagView
 from tui.app.widgets.log_view import PAUSED_LABEL, LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
@@ -45,6 +46,7 @@ from tui.config.templates import (
     template_sources,
 )
 from tui.daemon.remote import DaemonStopped
+from tui.engine import api
 from tui.engine.events import Event, Notice, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
 from tui.gc_tuning import tune_gc
@@ -137,6 +139,7 @@ class TuiApp(App[None]):
         self._dirty: set[str] = set()
         self._questions_dirty = True
         self._graph_dirty = True
+        self._changes_dirty = False
         self._finished: list[str] = []
         self._status_note = ""  # e.g. while the daemon is away
         self._template: tuple[TemplateSource, Template] | None = None
@@ -170,6 +173,8 @@ class TuiApp(App[None]):
                     yield DagView(id="dag")
                 with TabPane("Questions", id="questions-tab"):
                     yield QuestionPanel(id="questions")
+                with TabPane("Changes", id="changes-tab"):
+                    yield ChangesView(self._worktree_of, id="changes")
         yield Static(id="status")
         yield Footer()
 
@@ -179,6 +184,7 @@ class TuiApp(App[None]):
         self._output = self.query_one(LogView)
         self._dag = self.query_one(DagView)
         self._panel = self.query_one(QuestionPanel)
+        self._changes = self.query_one(ChangesView)
         self._tabs = self.query_one(TabbedContent)
         self._status = self.query_one("#status", Static)
         self._right = self.query_one("#right")
@@ -275,6 +281,8 @@ class TuiApp(App[None]):
             self._graph_dirty = True
         elif ev.kind == "state":
             self._graph_dirty = True
+        if ev.kind == "state" and ev.task_id == self._selected:
+            self._changes_dirty = True  # a run that ended committed its work
 
     def _tell_notice(self, notice: Notice) -> None:
         if notice.kind == "disconnected":
@@ -305,6 +313,9 @@ class TuiApp(App[None]):
         if self._questions_dirty:
             self._questions_dirty = False
             await self._refresh_questions()
+        if self._changes_dirty and self._tabs.active == "changes-tab":
+            self._changes_dirty = False
+            await self._changes.show(self._selected)
         if self._finished:
             await self._tell_finished()
         if changed:  # counting 10k tasks ten times a second for nothing adds up
@@ -322,6 +333,8 @@ class TuiApp(App[None]):
     def _tab_activated(self, message: TabbedContent.TabActivated) -> None:
         if message.pane.id == "dag-tab" and self._graph_dirty:
             self._apply_graph()
+        if message.pane.id == "changes-tab":
+            self.run_worker(self._changes.show(self._selected), group="changes", exclusive=True)
 
     async def _refresh_questions(self) -> None:
         records = self._list.records
@@ -352,6 +365,9 @@ class TuiApp(App[None]):
         parts = [f"{n_tasks} task{'s' * (n_tasks != 1)}"] + [
             f"{n} {label}" for label, n in counts.items() if n
         ]
+        if len(self._list.projects) > 1:  # several projects: how many tasks each
+            named = sorted(self._list.projects.items(), key=lambda kv: (-kv[1], kv[0]))
+            parts.append(" ".join(f"{p or '(none)'} {n}" for p, n in named[:4]))
         if open_q:
             parts.append(f"? {open_q} waiting for you (a)")
         if self._status_note:
@@ -419,6 +435,8 @@ class TuiApp(App[None]):
         await self._output.show_task(task_id)
         self._dag.select(task_id)
         self._update_right_title()
+        if self._tabs.active == "changes-tab":
+            await self._changes.show(task_id)
 
     def _update_right_title(self) -> None:
         # The pane's top border is drawn: the selected task, and whether output is paused.
@@ -644,12 +662,88 @@ class TuiApp(App[None]):
     def action_show_questions(self) -> None:
         self.action_answer()
 
+    # -- worktrees (the Changes tab) -------------------------------------------------------
+
+    async def _worktree_of(self, task_id: str) -> api.WorktreeReply:
+        return await self._send(api.GetWorktree(task_id=task_id, diff=True, color=False))
+
+    async def _send(self, message: api.Message[Any]) -> Any:
+        if isinstance(self.engine, Engine):
+            return await self.engine.handle(message)
+        return await self.engine.send(message)
+
+    def action_show_changes(self) -> None:
+        self._tabs.active = "changes-tab"
+        self._changes.query_one("#changes-diff").focus()
+
+    async def action_merge_task(self) -> None:
+        if task_id := self._selected_or_warn():
+            await self._call(self._done(api.Merge(task_id=task_id)))
+            await self._changes.show(self._selected)
+
+    def action_discard_task(self) -> None:
+        task_id = self._selected_or_warn()
+        rec = self._list.records.get(task_id or "")
+        if task_id is None or rec is None:
+            return
+
+        async def discard() -> None:
+            await self._call(self._done(api.Discard(task_id=task_id)))
+            await self._changes.show(self._selected)
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(discard(), group="commands")
+
+        self.push_screen(
+            Confirm(f"Discard {rec.name}'s work? Its worktree and branch are deleted."), answered
+        )
+
+    def action_message_task(self) -> None:
+        task_id = self._selected_or_warn()
+        rec = self._list.records.get(task_id or "")
+        if task_id is None or rec is None:
+            return
+        running = rec.state in (State.RUNNING, State.READY)
+        verb = "Message" if running else "Continue"
+
+        async def send(text: str) -> None:
+            if not text:
+                return
+            message: api.Message[Any] = (
+                api.Send(task_id=task_id, text=text)
+                if running
+                else api.Continue(task_id=task_id, text=text)
+            )
+            await self._call(self._done(message))
+
+        self._ask_text(f"{verb} {rec.name}: what to tell the agent (Esc leaves)", send)
+
+    async def _done(self, message: api.Message[Any]) -> str:
+        return str((await self._send(message)).text)
+
+    async def action_copy_worktree_path(self) -> None:
+        task_id = self._selected_or_warn()
+        if task_id is None:
+            return
+        try:
+            reply = await self._send(api.GetWorktree(task_id=task_id))
+        except EngineError as e:
+            self.notify(str(e), severity="warning", timeout=6)
+            return
+        self.copy_to_clipboard(reply.path)  # OSC 52: reaches the local clipboard over SSH too
+        self.notify(f"copied {reply.path}", timeout=4)
+
     def action_focus_left(self) -> None:
         self._list.focus()
 
     def action_focus_right(self) -> None:
         active = self._tabs.active
-        panes: dict[str, type[Widget]] = {"output-tab": LogView, "dag-tab": DagView}
+        panes: dict[str, type[Widget]] = {
+            "output-tab": LogView,
+            "dag-tab": DagView,
+            "changes-tab": RichLog,
+        }
         target = panes.get(active)
         if target is not None:
             self.query_one(target).focus()

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui.model.task import Task, default_worktree
 from tui.store.db import Store
 from tui.store.paths import default_db_path
 from tui.store.records import EventRecord
@@ -44,6 +45,11 @@ def _settings() -> Settings:
     from tui.config.load import settings_or_raise
 
     return settings_or_raise()
+
+
+def with_worktree_setting(tasks: list[Task]) -> list[Task]:
+    """Loaded tasks with the config's ``worktree`` setting applied."""
+    return default_worktree(tasks, _settings().worktree)
 
 
 def engine_settings(args: argparse.Namespace) -> tuple[int, str]:

@@ -76,9 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
-    from tui.cli import config_cmd, daemon_cmd, doctor, human, task, web
+    from tui.cli import config_cmd, daemon_cmd, doctor, human, talk_cmd, task, web, worktree_cmd
 
-    for group in (human, task, config_cmd, doctor, daemon_cmd, web):
+    for group in (human, task, config_cmd, doctor, daemon_cmd, web, worktree_cmd, talk_cmd):
         group.add_parsers(sub, db)
     return p
 

@@ -15,6 +15,7 @@ from tui.cli.common import (
     err,
     ignored_settings,
     open_store,
+    with_worktree_setting,
     workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
@@ -92,4 +93,4 @@ def _load(args: argparse.Namespace, known: set[str]) -> list[Task]:
     result = load_task_files(args.files, known_ids=known, defaults=workflow_defaults())
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    return result.tasks
+    return with_worktree_setting(result.tasks)

@@ -20,6 +20,7 @@ from tui.cli.common import (
     print_hook_failure,
     print_question,
     print_transition,
+    with_worktree_setting,
     workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
@@ -58,7 +59,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             known = await store.all_ids()
             result = load_task_files(args.files, known_ids=known, defaults=workflow_defaults())
             _print_warnings(result.warnings)
-            tasks = result.tasks
+            tasks = with_worktree_setting(result.tasks)
             # Refuse before an engine starts: starting one would already run (and, on the
             # refusal, interrupt) tasks left queued in the database.
             taken = sorted({t.id for t in tasks} & known)

@@ -65,6 +65,7 @@ class Settings(_Model):
     database: str = ""  # made absolute against the file's base directory when loaded
     keys: dict[str, Any] = Field(default_factory=dict)  # command id -> key, checked by the app
     confirm_cancel: bool = True  # the app asks y/N before `c` kills a running task
+    worktree: bool = False  # tasks that do not say get `worktree: true`
     # Taskfile tasks an agent may pass arguments to through run_user_task ("*": any). Read
     # from the user's own config.toml only: a project (which agents write to) cannot grant it.
     agent_task_args: list[str] = Field(default_factory=list)

@@ -9,6 +9,7 @@ protocols (and the MCP glue).
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -47,6 +48,9 @@ class RunContext(Protocol):
     cost_so_far: float  # USD spent by earlier runs of this task
     previous_runs: list[RunRecord]  # earlier attempts, oldest first (session ids, outcomes)
     late_answers: list[QuestionRecord]  # answered after the run that asked had ended
+    # A person's messages while the agent runs (agent kinds with ``messages``): the text, and
+    # a future to set to whether it reached the agent.
+    inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]]
 
     async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """Wait (task READY) for a person: kind is question | approval. None = expired."""

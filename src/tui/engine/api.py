@@ -231,7 +231,69 @@ class Ask(Command[Asked]):
     timeout: float = Field(default=0.0, ge=0)
 
 
+class Merge(Command[Done]):
+    """Merge a finished worktree task's branch into its base branch (issue 15)."""
+
+    reply = Done
+    op: Literal["merge"] = "merge"
+    task_id: str
+
+
+class Discard(Command[Done]):
+    """Remove a worktree task's worktree and branch: its work is thrown away."""
+
+    reply = Done
+    op: Literal["discard"] = "discard"
+    task_id: str
+
+
+class Send(Command[Done]):
+    """A person's message to a running agent, delivered as a user turn (claude)."""
+
+    reply = Done
+    op: Literal["send"] = "send"
+    task_id: str
+    text: str
+
+
+class Continue(Command[Done]):
+    """A new attempt that resumes a finished agent's session with ``text``."""
+
+    reply = Done
+    op: Literal["continue"] = "continue"
+    task_id: str
+    text: str
+
+
+class CollectWorktrees(Command[Done]):
+    """`tui gc`: remove worktrees no task needs any more."""
+
+    reply = Done
+    op: Literal["gc"] = "gc"
+
+
 # -- queries -----------------------------------------------------------------------------------
+
+
+class WorktreeReply(Reply):
+    path: str
+    branch: str
+    base_branch: str
+    base_sha: str
+    status: str
+    # (path, lines added, lines removed) per changed file; None counts for a binary file
+    files: list[tuple[str, int | None, int | None]] = []
+    diff: str = ""
+
+
+class GetWorktree(Query[WorktreeReply]):
+    """A task's worktree; with ``diff`` its changes against the base (``color``: ANSI)."""
+
+    reply = WorktreeReply
+    op: Literal["worktree"] = "worktree"
+    task_id: str
+    diff: StrictBool = False
+    color: StrictBool = False
 
 
 class ListTasks(Query[TaskList]):

@@ -61,6 +61,11 @@ class Graph:
                 freed.append(dep_id)
         return freed
 
+    def reopened(self, task_id: str) -> None:
+        """``task_id`` left COMPLETED (continued): dependents still waiting wait on it again."""
+        for dep_id in self.dependents(task_id):
+            self._open[dep_id] = self._open.get(dep_id, 0) + 1
+
     def blocking(self, node: Node, lookup: Callable[[str], Node | None]) -> Node | None:
         """A dependency of ``node`` that failed for good (so ``node`` can never run), if any."""
         for dep_id in node.depends_on:

@@ -9,7 +9,8 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tui.engine import api
+from tui.engine import api, talk
+from tui.engine.worktree_runs import worktree_of
 
 if TYPE_CHECKING:
     from tui.engine.scheduler import Engine
@@ -110,7 +111,54 @@ async def _expire_quietly(e: Engine, question_id: str) -> None:
         await e.expire(question_id)
 
 
+@handles(api.Merge)
+async def _merge(e: Engine, m: api.Merge) -> api.Done:
+    rec, wt = await worktree_of(e, m.task_id, ending=True)
+    return api.Done(text=f"{rec.name}: {await e.worktrees.merge(wt, rec.name)}")
+
+
+@handles(api.Discard)
+async def _discard(e: Engine, m: api.Discard) -> api.Done:
+    rec, wt = await worktree_of(e, m.task_id, ending=True)
+    return api.Done(text=f"{rec.name}: {await e.worktrees.discard(wt)}")
+
+
+@handles(api.Send)
+async def _send(e: Engine, m: api.Send) -> api.Done:
+    return api.Done(text=await talk.send_message(e, m.task_id, m.text))
+
+
+@handles(api.Continue)
+async def _continue(e: Engine, m: api.Continue) -> api.Done:
+    return api.Done(text=await talk.continue_task(e, m.task_id, m.text))
+
+
+@handles(api.CollectWorktrees)
+async def _gc(e: Engine, m: api.CollectWorktrees) -> api.Done:
+    said = await e.worktrees.gc({r.id for r in await e.list_tasks()})
+    return api.Done(text="\n".join(said) or "no worktree to remove")
+
+
 # -- queries -----------------------------------------------------------------------------------
+
+
+@handles(api.GetWorktree)
+async def _worktree(e: Engine, m: api.GetWorktree) -> api.WorktreeReply:
+    _rec, wt = await worktree_of(e, m.task_id)
+    files: list[tuple[str, int | None, int | None]] = []
+    diff = ""
+    if m.diff and wt.live:  # a merged or discarded worktree has no diff left to show
+        files = [(c.path, c.added, c.removed) for c in await e.worktrees.changes(wt)]
+        diff = await e.worktrees.diff(wt, color=m.color)
+    return api.WorktreeReply(
+        path=wt.path,
+        branch=wt.branch,
+        base_branch=wt.base_branch,
+        base_sha=wt.base_sha,
+        status=wt.status,
+        files=files,
+        diff=diff,
+    )
 
 
 @handles(api.ListTasks)

@@ -20,7 +20,10 @@ from tui.engine.attempts import Policy, attempt_move, interrupted_move, task_res
 from tui.engine.clock import Clock
 from tui.engine.output import OutputBuffer
 from tui.engine.runner import Executor, Run, RunHost, ended_as
+from tui.engine.talk import show_continuation
 from tui.engine.workflow import WorkflowError, prepare
+from tui.engine.worktree_runs import in_worktree
+from tui.engine.worktrees import Worktrees
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.workflow import FileDefaults
 from tui.store.db import DiskFullError, Move, Store
@@ -39,6 +42,7 @@ class RunEnd:
     clock: Clock
     rng: random.Random
     defaults: FileDefaults | None
+    worktrees: Worktrees
     _tasks: dict[str, TaskRecord]
     _running: dict[str, Run]
 
@@ -84,13 +88,15 @@ class RunEnd:
 
     async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None:
         rec = self._tasks[run.task_id]
+        await show_continuation(self.output, run, began)
         try:
             prepared = prepare(rec, self._tasks.get)
         except WorkflowError as e:
             await self._finish(run, RunResult(State.FAILED, error=str(e)))
             return
         try:
-            result = await self.executor.run(run, prepared.rec, began, host)
+            async with in_worktree(self.worktrees, prepared.rec, run, host) as (here, failed):
+                result = failed or await self.executor.run(run, here, began, host)
         finally:
             prepared.cleanup()
         await self._finish(run, result)

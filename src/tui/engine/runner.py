@@ -48,6 +48,9 @@ class Run(LineCounter):
     working: asyncio.Event = field(default_factory=asyncio.Event)
     waiting: asyncio.Event = field(default_factory=asyncio.Event)
     open_questions: set[str] = field(default_factory=set)
+    # A person's messages for the agent while it runs (`tui send`): the text, and a future the
+    # adapter sets to whether it reached the agent.
+    inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] = field(default_factory=asyncio.Queue)
 
     def __post_init__(self) -> None:
         self.working.set()
@@ -126,6 +129,7 @@ class RunCtx:
             if q.status == "answered" and q.kind != "review" and (q.answered_at or 0) > last_end
         ]
         self._session_id = ""
+        self.inbox = run.inbox
 
     async def output(self, stream: int, lines: list[str]) -> None:
         await self._host.output_lines(self._run, stream, lines)

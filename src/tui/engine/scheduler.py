@@ -47,6 +47,8 @@ from tui.engine.runner import Executor, LocalExecutor, Run
 from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
 from tui.engine.subtasks import Subtasks
 from tui.engine.workflow import WorkflowError, needs_of
+from tui.engine.worktree_runs import plan_worktrees
+from tui.engine.worktrees import Worktrees
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import Task, priority_rank
 from tui.model.workflow import FileDefaults
@@ -120,6 +122,7 @@ class Engine(RunEnd, Questions, Subtasks):
         self.stream = EventStream(store)
         self.output = OutputBuffer(store, self.stream.publish, self._output_not_stored)
         self._disk_kills: set[asyncio.Task[None]] = set()
+        self.worktrees = Worktrees(store)
         self.hooks = HookRunner(store, self._tasks_get, defaults.hooks if defaults else None)
 
     @property
@@ -241,6 +244,9 @@ class Engine(RunEnd, Questions, Subtasks):
             if missing:
                 raise EngineError(f"task {t.name!r} depends on unknown task ids: {missing}")
         async with self._batch:
+            # Worktree bases are pinned now (and stored before the tasks: a row with no task
+            # is what `tui gc` cleans up; a task whose worktree was never planned runs in place).
+            await plan_worktrees(self.worktrees, tasks)
             try:
                 records = await self.store.insert_tasks(tasks, approved=approved)
             except StoreError as e:

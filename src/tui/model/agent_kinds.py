@@ -24,6 +24,8 @@ class AgentKind:
     # Its instructions are a script, not a prompt: what dependencies produced reaches it only
     # through environment variables and a JSON file, never as text spliced into the script.
     script: bool = False
+    messages: bool = False  # takes a person's messages while it runs (`tui send`)
+    resumes: bool = False  # a finished session can be continued (`tui continue`)
 
     @property
     def bin_env(self) -> str:
@@ -51,6 +53,8 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @anthropic-ai/claude-code",
             models=True,
             mcp=True,
+            messages=True,
+            resumes=True,
         ),
         AgentKind("shell", "tui.agents.shell:ShellAdapter", script=True),
         AgentKind(
@@ -60,6 +64,7 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @google/gemini-cli",
             models=True,
             mcp=True,
+            resumes=True,
         ),
         AgentKind(
             "codex",
@@ -68,6 +73,7 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @openai/codex",
             models=True,
             mcp=True,
+            resumes=True,
         ),
         # Taskfile tasks come from the project's Taskfile, not from config agents.
         AgentKind(

@@ -42,6 +42,35 @@ def resolve_dependencies(entries: list[TaskEntry], known_ids: Collection[str]) -
     return issues
 
 
+def resolve_worktree_from(entries: list[TaskEntry], known_ids: Collection[str]) -> list[Issue]:
+    """``worktree: {from: TASK}`` names a task by id or by name in the same file: rewrite it to
+    the id, and make it a dependency (two agents must not edit one worktree at once)."""
+    ids = {e.task.id for e in entries if e.task} | set(known_ids)
+    issues: list[Issue] = []
+    for e in entries:
+        spec = e.task.worktree if e.task else None
+        if spec is None or not spec.from_:
+            continue
+        ref = spec.from_
+        named = next((o for o in entries if o.file == e.file and o.raw_name == ref), None)
+        target = ref if ref in ids else named.task.id if named and named.task else None
+        if target is None or (e.task is not None and target == e.task.id):
+            issues.append(
+                e.issue(
+                    ("worktree", "from"),
+                    f"worktree.from '{ref}' is neither another task's id nor a task name in "
+                    "this file",
+                    "name the task whose branch this one continues",
+                )
+            )
+            continue
+        assert e.task is not None
+        spec.from_ = target
+        if target not in e.task.depends_on:
+            e.task.depends_on.append(target)
+    return issues
+
+
 def _unknown(
     entry: TaskEntry, index: int, ref: str, ids: set[str], local: dict[str, TaskEntry]
 ) -> Issue:

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from tui.model import subtasks
-from tui.model.dependencies import find_cycles, resolve_dependencies
+from tui.model.dependencies import find_cycles, resolve_dependencies, resolve_worktree_from
 from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
 from tui.model.foreach import foreach_issues
@@ -173,10 +173,10 @@ def _read_batch(
     shared = _file_variables(data, filename, lines, issues)
     defaults = file_defaults(data, filename, lines, issues).over(config)
     for key in data:
-        if key not in ("tasks", *FILE_VARIABLE_KEYS, *DEFAULT_KEYS):
+        if key not in ("tasks", "worktree", *FILE_VARIABLE_KEYS, *DEFAULT_KEYS):
             hint = (
                 "a batch file holds only `tasks:` (and shared `variables:`, `vars:`, "
-                "`on_error:`, `on_max_retries:`, `hooks:`); move it"
+                "`on_error:`, `on_max_retries:`, `hooks:`, `worktree:`); move it"
             )
             issues.append(
                 Issue(filename, lines.get((key,)), key, f"unknown top-level key '{key}'", hint)
@@ -196,6 +196,8 @@ def _read_batch(
     for index, item in enumerate(tasks):
         path: KeyPath = ("tasks", index)
         if isinstance(item, dict):
+            if "worktree" in data and "worktree" not in item:  # the file's default
+                item = {**item, "worktree": data["worktree"]}
             entries += _read_tree(item, path, filename, lines, issues, warnings, shared, defaults)
         else:
             issues.append(
@@ -424,6 +426,7 @@ def _finish(
             where_id[entry.raw_id] = here
 
     issues += resolve_dependencies(entries, known_ids)
+    issues += resolve_worktree_from(entries, known_ids)
     issues += find_cycles(entries)
     for entry in entries:
         if entry.task is not None:

@@ -62,6 +62,9 @@ TRANSITIONS: frozenset[tuple[State, State]] = frozenset(
         (S.PENDING, S.FAILED),
         (S.RUNNING, S.SKIPPED),
         (S.SKIPPED, S.QUEUED),
+        # Documented extension: a person continues a finished agent's session with a new
+        # message (`tui continue`), which is a new attempt.
+        (S.COMPLETED, S.QUEUED),
         # Documented extension: a parent waits on its subtasks in BLOCKED (a group from
         # there, once its dependencies are done; an agent's task once its own run is done)
         # and ends there when they do (completion: all | any), or is cancelled meanwhile.

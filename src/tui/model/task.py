@@ -185,6 +185,25 @@ class RetryConfig(_Model):
         return format_duration(value)
 
 
+class WorktreeSpec(_Model):
+    """``worktree:`` — the agent works in its own git worktree and branch (tui.engine.worktrees).
+    ``true`` is ``{}``: branch from the project's HEAD as it is at submit time."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, serialize_by_alias=True)
+
+    base: str = ""  # the ref to branch from, pinned at submit ("" = HEAD)
+    # A task (name in the same file, or id) whose branch and worktree this one continues.
+    from_: str = Field(default="", alias="from")
+
+
+def _worktree_in(value: Any) -> Any:
+    if value is True:
+        return {}
+    if value is False:
+        return None
+    return value
+
+
 class Task(_Model):
     id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     parent_task_id: str = ""
@@ -236,6 +255,14 @@ class Task(_Model):
     def _check_on_max_retries(cls, value: Any) -> Any:
         return check_on_max_retries(value)
 
+    # Extension (issue 15): a git worktree and branch of its own for the agent.
+    worktree: WorktreeSpec | None = None
+
+    @field_validator("worktree", mode="before")
+    @classmethod
+    def _worktree_flag(cls, value: Any) -> Any:
+        return _worktree_in(value)
+
     @field_validator("id")
     @classmethod
     def _check_id(cls, value: str) -> str:
@@ -270,6 +297,16 @@ class Task(_Model):
         """A JSON/YAML-ready dict without default values; ``Task.model_validate`` rebuilds it."""
         blank = Task.model_construct(id=self.id, name=self.name, agent=AgentConfig())
         return _changed(self.model_dump(mode="json"), blank.model_dump(mode="json"))
+
+
+def default_worktree(tasks: list[Task], enabled: bool) -> list[Task]:
+    """The config's ``worktree`` setting: a worktree for every task that does not say (in
+    itself or as its file's default) whether it wants one."""
+    if enabled:
+        for t in tasks:
+            if "worktree" not in t.model_fields_set:
+                t.worktree = WorktreeSpec()
+    return tasks
 
 
 def _changed(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from tui.model.states import State
 from tui.model.task import Task
-from tui.store import engines, health, journal, output, questions, runs, tasks
+from tui.store import engines, health, journal, output, questions, runs, tasks, worktrees
 from tui.store.chunks import ChunkRow, LineRow, group_rows
 from tui.store.engines import engine_sockets
 from tui.store.errors import DatabaseFileError, DiskFullError, StoreError
@@ -386,6 +386,23 @@ class Store:
         )
         return _based(raised, base)
 
+    async def add_message(
+        self,
+        task_id: str,
+        run_id: int | None,
+        text: str,
+        then: Move | None = None,
+        base: TaskRecord | None = None,
+    ) -> TaskRecord | bool | None:
+        """Store a person's message to the agent (see ``questions.message``)."""
+        now = time.time()
+
+        def tx(t: Tx) -> TaskRecord | bool | None:
+            out = questions.message(t, task_id, run_id, text, then, now)
+            return _based(out, base) if isinstance(out, TaskRecord) else out
+
+        return await self._db.call(tx)
+
     async def close_question(
         self, question_id: str, status: str, answer: dict[str, Any] | None = None
     ) -> bool:
@@ -402,6 +419,20 @@ class Store:
         return await self._db.call(lambda t: questions.get(t, question_id), write=False)
 
     # -- engines -----------------------------------------------------------------------------
+
+    # -- worktrees (tui.engine.worktrees) ---------------------------------------------------
+
+    async def put_worktree(self, rec: worktrees.WorktreeRecord) -> None:
+        await self._db.call(lambda t: worktrees.insert(t, rec))
+
+    async def get_worktree(self, task_id: str) -> worktrees.WorktreeRecord | None:
+        return await self._db.call(lambda t: worktrees.get(t, task_id), write=False)
+
+    async def list_worktrees(self) -> list[worktrees.WorktreeRecord]:
+        return await self._db.call(worktrees.select, write=False)
+
+    async def set_worktree_status(self, path: str, status: str) -> None:
+        await self._db.call(lambda t: worktrees.set_status(t, path, status))
 
     async def register_engine(self, engine_id: str, pid: int, proc_start: int | None) -> None:
         now = time.time()

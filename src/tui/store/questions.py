@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Collection
 from typing import Any
 
@@ -106,3 +107,24 @@ def get(t: Tx, question_id: str) -> QuestionRecord | None:
         if not rows:
             raise StoreError(f"question id {question_id!r} is ambiguous; give more of it")
     return QuestionRecord.from_row(rows[0]) if rows else None
+
+
+def message(
+    t: Tx, task_id: str, run_id: int | None, text: str, then: tasks.Move | None, now: float
+) -> TaskRecord | bool | None:
+    """A person's message to a task's agent (`tui send`, `tui continue`), kept with its
+    questions (kind ``message``, answered at once: the text) and in the journal; with
+    ``then``, the task's move in the same transaction. False (nothing stored) when ``then``
+    was refused; else the moved task, or None without a move."""
+    moved = None
+    if then is not None:
+        moved = tasks.transition(t, then, now)
+        if moved is None:
+            return False
+    body = json.dumps({"text": text})
+    t.db.execute(
+        f"INSERT INTO questions ({COLS}) VALUES (?,?,?,'message',?,'answered',?,?,?)",
+        (uuid.uuid4().hex, task_id, run_id, body, body, now, now),
+    )
+    t.event(task_id, "message", None, None, "from the user", {"text": text}, now)
+    return moved

@@ -131,4 +131,20 @@ MIGRATIONS: list[str] = [
     DROP TABLE commands;
     ALTER TABLE engines ADD COLUMN socket TEXT;
     """,
+    # v4: a task's git worktree (issue 15): where its branch and checkout are, and the base
+    # pinned when it was submitted. Tasks continuing another's branch share its branch and path.
+    """
+    CREATE TABLE worktrees (
+        task_id TEXT PRIMARY KEY,
+        repo TEXT NOT NULL,                -- the repository's top directory (git runs there)
+        subdir TEXT NOT NULL DEFAULT '',   -- project_dir inside the repository
+        base_ref TEXT NOT NULL,            -- as the task wrote it ('' = HEAD)
+        base_sha TEXT NOT NULL,            -- the commit it resolved to at submit time
+        base_branch TEXT NOT NULL DEFAULT '',  -- the branch a merge goes into ('' = none)
+        branch TEXT NOT NULL,
+        path TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'planned',  -- planned | active | merged | discarded
+        created_at REAL NOT NULL
+    );
+    """,
 ]

@@ -12,6 +12,7 @@ bytes sent to a remote terminal low.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -27,6 +28,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui.app.projects import project_of
 from tui.app.state_style import STATE_STYLES, STATE_WORDS, style_for
 from tui.app.widgets.task_columns import COLUMNS, PAD, SYMBOL_WIDTH, fit_columns, fit_text
 from tui.app.widgets.virtual_size import set_virtual_size
@@ -35,7 +37,9 @@ from tui.model.tree import short_name, tree_order
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
-OPTIONAL_EMPTY = frozenset({"time", "cost", "tags", "note"})  # hidden while no row has any
+OPTIONAL_EMPTY = frozenset(
+    {"time", "cost", "tags", "note", "project"}
+)  # hidden while no row has any
 SORTS: dict[str, Callable[[TaskRecord], Any]] = {
     "submitted": lambda r: r.submit_seq,
     "state": lambda r: (list(State).index(r.state), r.submit_seq),
@@ -53,16 +57,18 @@ class FilterError(ValueError):
 
 @dataclass(frozen=True)
 class TaskFilter:
-    """`text state:failed tag:ci` — every part must match; several states: any of them."""
+    """`text state:failed tag:ci project:api` — every part must match; several states (or
+    projects): any of them."""
 
     words: tuple[str, ...] = ()
     states: frozenset[State] = frozenset()
     tags: tuple[str, ...] = ()
     query: str = ""
+    projects: frozenset[str] = frozenset()
 
     @staticmethod
     def parse(query: str) -> TaskFilter:
-        words, states, tags = [], set[State](), []
+        words, states, tags, projects = [], set[State](), [], set[str]()
         for part in query.split():
             key, _, value = part.partition(":")
             if key in ("state", "s") and value:
@@ -73,15 +79,25 @@ class TaskFilter:
                 states |= found
             elif key in ("tag", "t") and value:
                 tags.append(value)
+            elif key in ("project", "p") and value:
+                projects.add(value)
             else:
                 words.append(part.lower())
-        return TaskFilter(tuple(words), frozenset(states), tuple(tags), " ".join(query.split()))
+        return TaskFilter(
+            tuple(words),
+            frozenset(states),
+            tuple(tags),
+            " ".join(query.split()),
+            frozenset(projects),
+        )
 
     def __bool__(self) -> bool:
-        return bool(self.words or self.states or self.tags)
+        return bool(self.words or self.states or self.tags or self.projects)
 
     def matches(self, r: TaskRecord) -> bool:
         if self.states and r.state not in self.states:
+            return False
+        if self.projects and project_of(r) not in self.projects:
             return False
         if not self.tags and not self.words:
             return True  # no need to read the task's spec
@@ -180,6 +196,7 @@ class TaskList(ScrollView, can_focus=True):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.records: dict[str, TaskRecord] = {}
+        self.projects: Counter[str] = Counter()  # tasks per project ("" = none)
         self.filter = TaskFilter()
         self.sort_key = "submitted"
         self.approve_key = "p"  # named in "waiting for approval — p" (the app sets a remap)
@@ -209,6 +226,7 @@ class TaskList(ScrollView, can_focus=True):
 
     def set_records(self, records: Iterable[TaskRecord]) -> None:
         self.records = {r.id: r for r in records}
+        self.projects = Counter(project_of(r) for r in self.records.values())
         self.rebuild()
 
     def upsert(self, records: Iterable[TaskRecord]) -> None:
@@ -222,6 +240,8 @@ class TaskList(ScrollView, can_focus=True):
             moved = old is not None and (
                 self.sort_key == "state" if old is r else sort(old) != sort(r)
             )
+            if old is None:
+                self.projects[project_of(r)] += 1
             self.records[r.id] = r
             if self.filter.matches(r) != (r.id in self._index) or (
                 self.sort_key != "submitted" and moved
@@ -489,6 +509,7 @@ class TaskList(ScrollView, can_focus=True):
         return (
             f"{st.symbol} {st.label}",
             self._shown_name(r),
+            project_of(r) if len(self.projects) > 1 else "",  # a column only with several
             agent,
             task.priority.value or "normal",
             _elapsed(r, now),
