@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tui.engine.adapter import RunResult
 from tui.engine.attempts import Policy, attempt_move, interrupted_move, task_result
 from tui.engine.clock import Clock
+from tui.engine.loops import until_move, with_previous
 from tui.engine.output import OutputBuffer
 from tui.engine.runner import Executor, Run, RunHost, ended_as
 from tui.engine.talk import show_continuation
@@ -90,7 +91,7 @@ class RunEnd:
         rec = self._tasks[run.task_id]
         await show_continuation(self.output, run, began)
         try:
-            prepared = prepare(rec, self._tasks.get)
+            prepared = prepare(with_previous(rec), self._tasks.get)
         except WorkflowError as e:
             await self._finish(run, RunResult(State.FAILED, error=str(e)))
             return
@@ -110,6 +111,8 @@ class RunEnd:
     async def _attempt_moved(self, task_id: str, outcome: State, retrying: bool) -> None:
         if outcome in (State.COMPLETED, State.SKIPPED):
             await self._dependents_may_run(task_id)
+        elif outcome == State.QUEUED:  # an until: loop's next iteration
+            self._enqueue(self._tasks[task_id])
         elif not retrying and outcome in UNSUCCESSFUL:
             await self._cascade_failure(task_id)
 
@@ -149,6 +152,9 @@ class RunEnd:
                 now=self.clock.now(),
                 rng=self.rng,
             )
+            if move.to == State.COMPLETED and rec.task.until:
+                done = [r for r in await self.store.runs(task_id) if r.outcome == "COMPLETED"]
+                move = until_move(rec, move, stored, len(done), self._tasks.get)
             if move.to == State.COMPLETED and self._waits_on_children(task_id):
                 why = "its run completed; waiting on its subtasks"
                 move = Move(task_id, move.expected, State.BLOCKED, why, move.updates)

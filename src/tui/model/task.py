@@ -239,6 +239,9 @@ class Task(_Model):
     # parent's children running at once.
     foreach: list[Any] | str | None = None
     max_parallel: int = Field(default=0, ge=0)
+    # Loop (tui.engine.loops): run again until the expression holds, at most max_iterations.
+    until: str = ""
+    max_iterations: int = Field(default=10, ge=1, le=1000)
 
     @field_validator("completion", mode="before")
     @classmethod
