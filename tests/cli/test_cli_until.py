@@ -3,9 +3,11 @@ the previous result passed along, stopping at max_iterations, validation."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
-from cli_support import Tui, shell_task, write_tasks
+from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 
 def test_until_stops_on_its_condition_passing_the_previous_result(tui: Tui, tmp_path: Path) -> None:
@@ -84,3 +86,32 @@ tasks:
     assert f"{f}:3" in out and "tasks[0].until" in out and "unknown name 'output'" in out
     assert f"{f}:6" in out and "{{previous.result}} without until:" in out
     assert f"{f}:9" in out and "tasks[2].max_iterations" in out
+
+
+def test_kill_9_mid_loop_repeats_no_completed_iteration(tui: Tui, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    marker = tui.marker()
+    # Iteration 2 hangs (the first time only) until the engine is killed.
+    script = (
+        "p={{previous.result}}; n=$(( ${p:-0} + 1 ))\n"
+        f'if [ "$n" = 2 ] && [ ! -f hang.started ]; then touch hang.started; sleep 600 # {marker}\n'
+        "fi\n"
+        f'echo "ran $n" >> {runs}; echo $n'
+    )
+    f = write_tasks(
+        tmp_path / "loop.yaml",
+        [{**shell_task("loop", script), "until": "int(result) >= 3", "max_iterations": 5}],
+    )
+    run = tui.popen("run", str(f))
+    wait_until(lambda: (tmp_path / "hang.started").exists(), "iteration 2 running", proc=run)
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=30)
+    assert tui.state_of("loop") in ("RUNNING", "QUEUED")
+
+    res = tui("run", timeout=120)
+    assert res.returncode == 0, str(res)
+    loop = tui.by_name()["loop"]
+    assert loop["state"] == "COMPLETED" and loop["result"] == "3"
+    # Iteration 1 had completed: it did not run again; the interrupted one ran to its end once.
+    assert runs.read_text().splitlines() == ["ran 1", "ran 2", "ran 3"]
+    assert marker_processes(marker) == []
