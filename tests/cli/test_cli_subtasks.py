@@ -174,3 +174,33 @@ tasks:
     assert f"{f}:10" in out and "completion must be one of all, any" in out
     assert f"{f}:13" in out and "tasks[2].subtasks[0].depends_on" in out and "nowhere" in out
     assert f"{f}:15" in out and "each subtask must be a mapping" in out
+
+
+def test_retrying_a_failed_child_then_its_parent_completes_the_group(
+    tui: Tui, tmp_path: Path
+) -> None:
+    flag, ran = tmp_path / "fixed", tmp_path / "ran"
+    f = write_tasks(
+        tmp_path / "retry.yaml",
+        [
+            {
+                "name": "build",
+                "subtasks": [
+                    shell_task("ok", "echo ok"),
+                    shell_task("flaky", f"test -f {flag}"),
+                ],
+            },
+            shell_task("ship", f"echo shipped > {ran}", depends_on="build"),
+        ],
+    )
+    assert tui("run", str(f)).returncode == 1
+    assert tui.state_of("build") == "FAILED" and tui.state_of("ship") == "CANCELLED"
+    flag.touch()
+    assert tui("retry", "build.flaky").returncode == 0
+    assert tui("retry", "build").returncode == 0
+    res = tui("run")
+    assert res.returncode == 0, str(res)
+    states = {n: t["state"] for n, t in tui.by_name().items()}
+    assert states["build"] == "COMPLETED" and states["build.flaky"] == "COMPLETED"
+    # The parent ran nothing of its own: it waited on its children again.
+    assert ("build", "RUNNING", "BLOCKED") in [(n, a, b) for _, n, a, b, _ in tui.transitions()]

@@ -89,6 +89,10 @@ class RunEnd:
 
     async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None:
         rec = self._tasks[run.task_id]
+        if rec.task.group or rec.task.foreach is not None:
+            # A parent retried by hand runs nothing: it goes back to waiting on its children.
+            await self._finish(run, RunResult(State.COMPLETED, exit_code=0))
+            return
         await show_continuation(self.output, run, began)
         try:
             prepared = prepare(with_previous(rec), self._tasks.get)

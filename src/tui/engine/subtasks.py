@@ -123,7 +123,10 @@ class Subtasks:
         return State.BLOCKED, f"waiting on its {len(items)} foreach items"
 
     def _waits_on_children(self, task_id: str) -> bool:
-        """A parent whose own run just completed still has children to wait for."""
+        """A parent whose own run just completed still has children to wait for (a group or
+        a foreach always ends through BLOCKED, where its result is made)."""
+        if self._tasks[task_id].task.group or self._tasks[task_id].task.foreach is not None:
+            return True
         kids = [self._tasks[c] for c in self._children.get(task_id, ()) if c in self._tasks]
         if not kids:
             return False
