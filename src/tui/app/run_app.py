@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from tui.daemon.lifecycle import serving
 from tui.daemon.paths import daemon_paths
 from tui.daemon.service import daemon_lock
+from tui.engine.runner import Executor
 from tui.engine.scheduler import Engine
 from tui.model.task import Task
 from tui.store.db import Store
@@ -19,10 +20,11 @@ async def run_app(
     concurrency: int,
     mouse: bool,
     shell: str = "bash",
+    executor: Executor | None = None,
 ) -> None:
     from tui.app.tui_app import TuiApp
 
-    engine = Engine(store, concurrency=concurrency, shell=shell)
+    engine = Engine(store, concurrency=concurrency, shell=shell, executor=executor)
     with daemon_lock(daemon_paths(store.path)):
         await engine.start()
         try:

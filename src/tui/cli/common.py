@@ -21,6 +21,7 @@ from tui.store.records import EventRecord
 
 if TYPE_CHECKING:
     from tui.config.schema import Settings
+    from tui.engine.runner import Executor
     from tui.model.workflow import FileDefaults
 
 
@@ -61,6 +62,13 @@ def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
     return concurrency, args.shell or settings.shell or DEFAULT_SHELL
 
 
+def engine_executor(args: argparse.Namespace) -> Executor | None:
+    """The executor ``--executor`` (else [executor] in the config) asks for; None = local."""
+    from tui.config.executor import executor_settings, make_executor
+
+    return make_executor(executor_settings(getattr(args, "executor", None)))
+
+
 def workflow_defaults() -> FileDefaults:
     """config.toml's on_error, on_max_retries and hooks, for the task files a command loads."""
     return _settings().workflow_defaults()
@@ -74,7 +82,8 @@ def ignored_settings(
 ) -> str | None:
     """What to tell the user when --concurrency / --shell were given but cannot apply, because
     ``engine`` (another process's) already schedules the database; None when none were."""
-    given = [f"--{name}" for name in ("concurrency", "shell") if getattr(args, name, None)]
+    names = ("concurrency", "shell", "executor")
+    given = [f"--{name}" for name in names if getattr(args, name, None)]
     if not given:
         return None
     verb = "applies" if len(given) == 1 else "apply"

@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from tui.cli.common import db_path, engine_settings, err
+from tui.cli.common import db_path, engine_executor, engine_settings, err
 
 
 def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
@@ -42,7 +42,10 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
 
             try:
                 concurrency, shell = engine_settings(args)
-                return await serve(daemon_paths(db), concurrency=concurrency, shell=shell)
+                executor = engine_executor(args)  # [executor] in the config
+                return await serve(
+                    daemon_paths(db), concurrency=concurrency, shell=shell, executor=executor
+                )
             except DaemonRunning as e:
                 err(str(e))
                 return 1

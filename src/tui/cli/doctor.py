@@ -198,4 +198,54 @@ async def check_taskfile(setup: Setup, report: Report) -> None:
     report.add("ok" if not source.warnings else "error", "taskfile", summary)
 
 
-CHECKS: list[Check] = [check_config, check_agents, check_taskfile, check_database]
+RAY_PROBE_TIMEOUT = 60.0  # seconds to join the cluster and read its nodes
+
+
+async def check_executor(setup: Setup, report: Report) -> None:
+    """[executor]: local needs nothing; ray needs the package and a cluster to reach, whose
+    nodes and free resources are shown (a task's `resources:` must fit one of them)."""
+    import json
+    import sys
+
+    from tui.config.commands import run_argv
+    from tui.config.executor import executor_settings
+    from tui.config.load import ConfigError
+
+    try:
+        ex = executor_settings()
+    except ConfigError:
+        return  # reported with the config
+    if ex.kind != "ray":
+        report.add("ok", "executor", "local: tasks run as process groups on this machine")
+        return
+    argv = [sys.executable, "-m", "tui.engine.ray_executor", ex.address]
+    result = await run_argv(argv, timeout=RAY_PROBE_TIMEOUT)
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("{")]
+    if result.exit_code is None:
+        report.add("error", "executor", f"ray {ex.address}: no answer in {RAY_PROBE_TIMEOUT:g}s")
+        return
+    if not lines:
+        said = result.output.strip().splitlines()[-1:] or [f"exit {result.exit_code}"]
+        report.add("error", "executor", f"ray {ex.address}: {said[0]}")
+        return
+    found = json.loads(lines[-1])
+    if "error" in found:
+        report.add("error", "executor", found["error"])
+        return
+    nodes = found["nodes"]
+    report.add("ok", "executor", f"ray {ex.address}: Ray {found['ray']}, {len(nodes)} node(s)")
+    for node in nodes:
+        free = ", ".join(
+            f"{name} {_amount(name, node['free'].get(name, 0))}/{_amount(name, total)}"
+            for name, total in sorted(node["total"].items())
+            if name != "object_store_memory"
+        )
+        role = " (head)" if node["head"] else ""
+        report.add("ok", "executor", f"node {node['id'][:12]}{role} {node['address']}: {free} free")
+
+
+def _amount(name: str, value: float) -> str:
+    return f"{value / 2**30:.1f}GiB" if name == "memory" else f"{value:g}"
+
+
+CHECKS: list[Check] = [check_config, check_agents, check_taskfile, check_database, check_executor]

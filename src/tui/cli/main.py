@@ -15,6 +15,7 @@ from tui.store.db import StoreError
 
 _CONCURRENCY = "tasks at once (default: [settings] concurrency, else 4)"
 _SHELL = "shell for shell tasks (default: [settings] shell, else bash)"
+_EXECUTOR = "where tasks run: local processes, or a Ray cluster (default: [executor] kind)"
 _FORCE = "submit the files' tasks even if the same tasks are already there, unfinished"
 
 
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, metavar="N", help=_CONCURRENCY)
     run.add_argument("--json", action="store_true", help="one JSON object per transition")
     run.add_argument("--shell", help=_SHELL)
+    run.add_argument("--executor", choices=("local", "ray"), help=_EXECUTOR)
     run.add_argument("--force", action="store_true", help=_FORCE)
     run.add_argument(
         "--manual-approve", action="store_true", help="keep new tasks PENDING until `tui approve`"

@@ -11,6 +11,7 @@ import sys
 from tui.cli.common import (
     DAEMON_SETTINGS,
     db_path,
+    engine_executor,
     engine_settings,
     err,
     ignored_settings,
@@ -83,7 +84,14 @@ async def _open_here(args: argparse.Namespace) -> int:
         from tui.app.run_app import run_app
 
         concurrency, shell = engine_settings(args)
-        await run_app(store, tasks, concurrency=concurrency, mouse=not args.no_mouse, shell=shell)
+        await run_app(
+            store,
+            tasks,
+            concurrency=concurrency,
+            mouse=not args.no_mouse,
+            shell=shell,
+            executor=engine_executor(args),  # [executor] in the config
+        )
     return 0
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from tui.cli.common import (
     DAEMON_SETTINGS,
     answer_on,
+    engine_executor,
     engine_settings,
     err,
     flush_transitions,
@@ -99,7 +100,11 @@ async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -
         return 1
     concurrency, shell = engine_settings(args)
     engine = Engine(
-        store, concurrency=concurrency, auto_approve=not args.manual_approve, shell=shell
+        store,
+        concurrency=concurrency,
+        auto_approve=not args.manual_approve,
+        shell=shell,
+        executor=engine_executor(args),
     )
     try:
         with daemon_lock(daemon_paths(store.path)):

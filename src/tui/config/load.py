@@ -27,6 +27,7 @@ from tui.config.schema import (
     TASK_DEFAULTS,
     AgentDef,
     ContextDef,
+    ExecutorSettings,
     Role,
     Settings,
     Source,
@@ -199,6 +200,26 @@ def _settings(origin: Origin, raw: Any, issues: list[Issue]) -> Settings | None:
     return settings
 
 
+def load_executor(project_dir: Path | None = None) -> tuple[ExecutorSettings, list[Issue]]:
+    """Merged [executor] (local keys win), never raising."""
+    issues: list[Issue] = []
+    merged: dict[str, Any] = {}
+    for origin, data in _read(project_dir or Path.cwd(), []):
+        raw = data.get("executor")
+        if raw is None:
+            continue
+        if not isinstance(raw, dict):
+            issues.append(origin.issue("executor", "", "", "must be a table", "write [executor]"))
+            continue
+        try:
+            ex = ExecutorSettings.model_validate(raw)
+        except ValidationError as exc:
+            issues += _model_issues(exc, origin, "executor", "", ExecutorSettings)
+            continue
+        merged.update({k: getattr(ex, k) for k in ex.model_fields_set})
+    return ExecutorSettings.model_construct(**{**ExecutorSettings().model_dump(), **merged}), issues
+
+
 def load_settings(project_dir: Path | None = None) -> tuple[Settings, list[Issue]]:
     """Merged [settings] alone, never raising: what the app and commands need to start."""
     issues: list[Issue] = []
@@ -241,6 +262,7 @@ def load_config(project_dir: Path | None = None) -> Config:
     """The merged configuration; raises ConfigError listing every problem at once."""
     project_dir = (project_dir or Path.cwd()).resolve()
     settings, issues = load_settings(project_dir)
+    issues += load_executor(project_dir)[1]
     config = Config(project_dir, settings)
     for origin, data in _read(project_dir, []):  # read problems are already in issues
         config.files.append(origin)

@@ -33,7 +33,10 @@ CLI_KINDS = tuple(k.name for k in KINDS.values() if k.cli)  # driven through the
 NOTIFY_MODES = ("auto", "off", "osc9", "osc777")
 DEFAULT_CONCURRENCY = 4
 DEFAULT_SHELL = "bash"
-SECTIONS = ("settings", "agents", "roles", "contexts", "tasks")
+SECTIONS = ("settings", "executor", "agents", "roles", "contexts", "tasks")
+EXECUTOR_KINDS = ("local", "ray")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ADDRESS = re.compile(r"^(auto|(ray://)?(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
 # Keys of `start`'s own configs that tui reads without using: one "not used by tui" warning,
 # never an error (so a real `start` config loads unmodified).
 NOT_USED: dict[str, tuple[str, ...]] = {
@@ -98,6 +101,42 @@ class Settings(_Model):
     @classmethod
     def _check_notify(cls, value: Any) -> Any:
         return one_of("notifications", value, NOTIFY_MODES, optional=True)
+
+
+class ExecutorSettings(_Model):
+    """``[executor]``: what carries runs out. ``local`` (the default) runs them as process
+    groups on this machine; ``ray`` places each in an actor on a Ray cluster."""
+
+    kind: str = "local"
+    address: str = "auto"  # "auto" (a cluster started on this machine), HOST:PORT, ray://HOST:PORT
+    # Environment variables (names only) the Ray workers get from this environment, through
+    # Ray's runtime env: never written to the database or the log.
+    forward_env: list[str] = Field(default_factory=list)
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _check_kind(cls, value: Any) -> Any:
+        return one_of("executor.kind", value, EXECUTOR_KINDS, optional=True)
+
+    @field_validator("address")
+    @classmethod
+    def _check_address(cls, value: str) -> str:
+        if not _ADDRESS.match(value):
+            raise ValueError(
+                f"executor.address must be auto, HOST:PORT or ray://HOST:PORT; got {value!r}"
+            )
+        return value
+
+    @field_validator("forward_env")
+    @classmethod
+    def _check_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _ENV_NAME.match(name):
+                raise ValueError(
+                    f"executor.forward_env: {name!r} is not an environment variable name; "
+                    "list names only (the values come from the environment tui runs in)"
+                )
+        return value
 
 
 class AgentDef(_Model):

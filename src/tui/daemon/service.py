@@ -20,6 +20,7 @@ from tui.engine.scheduler import EngineError
 
 if TYPE_CHECKING:
     from tui.daemon.server import DaemonServer
+    from tui.engine.runner import Executor
     from tui.store.db import Store
 
 log = logging.getLogger("tui.daemon")
@@ -64,7 +65,9 @@ def setup_logging(path: Path) -> None:
     root.setLevel(logging.INFO)
 
 
-async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
+async def serve(
+    paths: DaemonPaths, *, concurrency: int, shell: str, executor: Executor | None = None
+) -> int:
     """Run the daemon until SIGTERM/SIGINT or a `shutdown` request. Returns an exit code."""
     from tui.daemon.server import DaemonServer
     from tui.engine.scheduler import Engine
@@ -76,7 +79,7 @@ async def serve(paths: DaemonPaths, *, concurrency: int, shell: str) -> int:
         log.info("starting (pid %d) for %s", os.getpid(), paths.db)
         store = await Store.open(paths.db)
         stop = asyncio.Event()
-        engine = Engine(store, concurrency=concurrency, shell=shell)
+        engine = Engine(store, concurrency=concurrency, shell=shell, executor=executor)
         server = DaemonServer(engine, paths, stop.set)
         loop = asyncio.get_running_loop()
         untune_gc = None

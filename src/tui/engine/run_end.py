@@ -139,7 +139,7 @@ class RunEnd:
             except Exception:  # the run row lacks its pid; recovery then leaves it alone
                 log.exception("could not store the process of run %s", run.run_id)
         rec = self._tasks[task_id]
-        interrupted = run.kill_reason == "shutdown" and outcome != State.COMPLETED
+        interrupted = run.interrupted and outcome != State.COMPLETED
         review = outcome == State.COMPLETED and rec.task.review and not interrupted
         # The run's end, the result and the task's next state share one transaction.
         move: Move | None

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,7 +40,9 @@ class Run(LineCounter):
     attempt: int = 1
     proc: Child | None = None
     recorded: asyncio.Future[None] | None = None  # the process stored in its run row
-    kill_reason: str = ""  # "timeout" | "cancel" | "shutdown" | "disk_full"
+    # "timeout" | "cancel" | "shutdown" | "disk_full" | "lost" (the executor lost the worker
+    # that ran it: a Ray node died). "shutdown" and "lost" are interrupted attempts, not counted.
+    kill_reason: str = ""
     kill_error: str = ""  # why, for "disk_full" (and a "cancel" not by the user)
     runner: asyncio.Task[None] | None = None  # the engine's task carrying the run to its end
     # The timeout counts only while the agent works, not while it waits on a human:
@@ -54,6 +56,11 @@ class Run(LineCounter):
 
     def __post_init__(self) -> None:
         self.working.set()
+
+    @property
+    def interrupted(self) -> bool:
+        """Ended by the engine's side (stopping, or a worker lost), not by the task."""
+        return self.kill_reason in ("shutdown", "lost")
 
     def pause_clock(self) -> None:
         """A person was asked: the timeout stops counting."""
@@ -81,6 +88,7 @@ class RunHost(Protocol):
     ) -> dict[str, Any] | None: ...
     async def session_started(self, run: Run, session_id: str) -> None: ...
     def process_started(self, run: Run, proc: Child) -> None: ...
+    async def node_started(self, run: Run, node: str) -> None: ...
 
 
 class Executor(Protocol):
@@ -92,6 +100,34 @@ class Executor(Protocol):
         ...
 
     async def kill(self, run: Run) -> None: ...
+
+    async def close(self) -> None:
+        """The engine stops: let go of what the executor holds (no run is left)."""
+        ...
+
+
+def run_markers(run: Run, rec: TaskRecord, host: RunHost) -> dict[str, str]:
+    """The variables every process of a run gets from tui (whichever executor runs it)."""
+    env = {
+        "TUI_TASK_ID": rec.id,
+        ENV_RUN_ID: str(run.run_id),
+        ENV_ENGINE_ID: host.engine_id,
+        "TUI_ATTEMPT": str(run.attempt),
+        "TUI_DB": host.db_path,
+    }
+    if rec.rejection_comment:
+        env["TUI_REJECTION_COMMENT"] = rec.rejection_comment
+    return env
+
+
+def late_answers(began: RunStart) -> list[QuestionRecord]:
+    """Answers that arrived after the run that asked had ended: this run resumes with them."""
+    last_end = max((r.ended_at or 0 for r in began.previous_runs), default=0)
+    return [
+        q
+        for q in began.questions
+        if q.status == "answered" and q.kind != "review" and (q.answered_at or 0) > last_end
+    ]
 
 
 class RunCtx:
@@ -111,23 +147,11 @@ class RunCtx:
             **os.environ,
             **rec.task.agent.env,
             "PATH": f"{path}{os.pathsep}{os.path.dirname(sys.executable)}",
-            "TUI_TASK_ID": rec.id,
-            ENV_RUN_ID: str(run.run_id),
-            ENV_ENGINE_ID: host.engine_id,
-            "TUI_ATTEMPT": str(run.attempt),
-            "TUI_DB": host.db_path,
+            **run_markers(run, rec, host),
         }
-        if rec.rejection_comment:
-            self.env["TUI_REJECTION_COMMENT"] = rec.rejection_comment
         self.cost_so_far = rec.cost_usd
         self.previous_runs: list[RunRecord] = began.previous_runs
-        # Answers that arrived after the run that asked had ended: this run resumes with them.
-        last_end = max((r.ended_at or 0 for r in began.previous_runs), default=0)
-        self.late_answers: list[QuestionRecord] = [
-            q
-            for q in began.questions
-            if q.status == "answered" and q.kind != "review" and (q.answered_at or 0) > last_end
-        ]
+        self.late_answers: list[QuestionRecord] = late_answers(began)
         self._session_id = ""
         self.inbox = run.inbox
 
@@ -158,7 +182,7 @@ class LocalExecutor:
     async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
         watchdog = None
         if rec.task.timeout > 0:
-            watchdog = asyncio.create_task(self._watchdog(run, rec.task.timeout))
+            watchdog = asyncio.create_task(watch_timeout(run, rec.task.timeout, self.kill))
         adapter = self.adapters.get(rec.task.agent.type)
         try:
             if adapter is None:
@@ -180,23 +204,29 @@ class LocalExecutor:
             if run.proc is not None:
                 await terminate_group(run.proc.pid, grace=0.5)
 
+    async def close(self) -> None:
+        pass
+
     async def kill(self, run: Run) -> None:
         if run.proc is not None:
             await terminate_group(run.proc.pid, grace=self.kill_grace, proc=run.proc)
         elif run.runner is not None and not run.runner.done():
             run.runner.cancel()
 
-    async def _watchdog(self, run: Run, timeout: float) -> None:
-        remaining = timeout
-        loop = asyncio.get_running_loop()
-        while remaining > 0:
-            await run.working.wait()
-            started = loop.time()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(run.waiting.wait(), remaining)
-            remaining -= loop.time() - started
-        run.kill_reason = run.kill_reason or "timeout"
-        await self.kill(run)
+
+async def watch_timeout(run: Run, timeout: float, kill: Callable[[Run], Awaitable[None]]) -> None:
+    """Kill ``run`` once it has worked ``timeout`` seconds (time waiting on a person is not
+    counted)."""
+    remaining = timeout
+    loop = asyncio.get_running_loop()
+    while remaining > 0:
+        await run.working.wait()
+        started = loop.time()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(run.waiting.wait(), remaining)
+        remaining -= loop.time() - started
+    run.kill_reason = run.kill_reason or "timeout"
+    await kill(run)
 
 
 def ended_as(run: Run, rec: TaskRecord, result: RunResult) -> tuple[State, str]:
@@ -207,7 +237,7 @@ def ended_as(run: Run, rec: TaskRecord, result: RunResult) -> tuple[State, str]:
         return State.CANCELLED, run.kill_error or "cancelled by user"
     if run.kill_reason == "disk_full":
         return State.FAILED, run.kill_error
-    if run.kill_reason == "shutdown" and result.outcome != State.COMPLETED:
+    if run.interrupted and result.outcome != State.COMPLETED:
         # Not when the agent had finished its work as the engine stopped: it must not rerun.
-        return State.FAILED, "interrupted"
+        return State.FAILED, result.error if run.kill_reason == "lost" else "interrupted"
     return result.outcome, result.error

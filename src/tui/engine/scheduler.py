@@ -173,6 +173,7 @@ class Engine(RunEnd, Questions, Subtasks):
             run.kill_reason = run.kill_reason or "shutdown"
         await asyncio.gather(*(self.executor.kill(run) for run in runs))
         await asyncio.gather(*self._runners, return_exceptions=True)
+        await self.executor.close()
         await self.output.flush()
         await self.hooks.stop()
         await self.store.unregister_engine(self.id)
@@ -584,6 +585,11 @@ class Engine(RunEnd, Questions, Subtasks):
 
     async def session_started(self, run: Run, session_id: str) -> None:
         await self.store.set_run_session(run.run_id, session_id)
+
+    async def node_started(self, run: Run, node: str) -> None:
+        new = await self.store.set_run_node(run.run_id, node)
+        if new is not None:
+            self._took(new)
 
     def process_started(self, run: Run, proc: Child) -> None:
         # Stored for crash recovery while the agent gets on with its work: nothing waits for

@@ -9,6 +9,7 @@ from pydantic_core import ErrorDetails
 
 from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE
 from tui.model.output_format import OutputFormat
+from tui.model.resources import CUSTOM_FIX, MEMORY_FIX, Resources
 from tui.model.suggest import did_you_mean
 from tui.model.task import AgentConfig, RetryConfig, Task
 from tui.model.variables import Variable
@@ -19,6 +20,8 @@ _LIST_FIX = "write a list, e.g. [a, b] or one '- item' per line"
 
 # What to write instead, by field path inside a task (list indexes dropped).
 FIXES: dict[str, str] = {
+    "resources.memory": MEMORY_FIX,
+    "resources.custom": CUSTOM_FIX,
     "id": "give the task a unique id, or leave `id` out to get a generated one",
     "name": "add `name: <short title>` to the task",
     "agent": "add an `agent:` mapping with at least `instructions: <what to do>`",
@@ -64,6 +67,7 @@ _CONTAINERS: dict[tuple[str, ...], type[BaseModel]] = {
     ("retry",): RetryConfig,
     ("output_format",): OutputFormat,
     ("variables",): Variable,
+    ("resources",): Resources,
     ("context",): ContextSpec,
     ("hooks",): Hooks,
 }

@@ -13,6 +13,7 @@ from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE
 from tui.model.choices import one_of, required_text
 from tui.model.duration import format_duration, parse_duration
 from tui.model.output_format import OutputFormat
+from tui.model.resources import Resources
 from tui.model.secrets import refuse_secrets
 from tui.model.subtasks import Completion, check_completion
 from tui.model.variables import Variable
@@ -224,6 +225,8 @@ class Task(_Model):
     # agent.instructions and agent.system_prompt_append, filled in by the loader.
     variables: list[Variable] = Field(default_factory=list)
     vars: dict[str, str | float | bool] = Field(default_factory=dict)
+    # What the task needs of the node that runs it (the Ray executor places it by this).
+    resources: Resources | None = None
     # Workflow (tui.model.workflow): upstream results in the prompt, a condition, what a
     # failure means, and commands run around the task.
     context: ContextSpec | None = None

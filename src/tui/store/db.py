@@ -224,6 +224,11 @@ class Store:
         database thread (reading /proc for a child still in exec can wait a millisecond)."""
         await self._db.call(lambda t: runs.set_process(t, run_id, pid, pgid, proc_start))
 
+    async def set_run_node(self, run_id: int, node: str) -> TaskRecord | None:
+        """Where the run runs (a Ray node id), shown in the task list's NODE column."""
+        now = time.time()
+        return await self._db.call(lambda t: runs.set_node(t, run_id, node, now))
+
     async def set_run_session(self, run_id: int, session_id: str) -> None:
         await self._db.call(lambda t: runs.set_session(t, run_id, session_id))
 

@@ -38,6 +38,7 @@ class TaskRecord:
     # The latest run (this attempt): when it started, and when it ended (None while it runs).
     run_started_at: float | None = None
     run_ended_at: float | None = None
+    run_node: str = ""  # the Ray node the latest run was placed on ("" when run locally)
 
     @property
     def task(self) -> Task:
@@ -113,6 +114,7 @@ class RunRecord:
     tokens_in: int
     tokens_out: int
     session_id: str
+    node: str = ""  # the Ray node that ran it; "" for the local executor
 
 
 @dataclass

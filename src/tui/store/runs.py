@@ -7,12 +7,12 @@ from typing import Any
 
 from tui.model.states import State
 from tui.store import questions, tasks
-from tui.store.records import RunRecord, RunStart
+from tui.store.records import RunRecord, RunStart, TaskRecord
 from tui.store.tx import Tx
 
 COLS = (
     "id, task_id, attempt, engine_id, pid, pgid, proc_start, started_at, ended_at, exit_code,"
-    " outcome, error, cost_usd, tokens_in, tokens_out, session_id"
+    " outcome, error, cost_usd, tokens_in, tokens_out, session_id, node"
 )
 
 
@@ -57,6 +57,16 @@ def set_process(
         "UPDATE runs SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?",
         (pid, pgid, start, run_id),
     )
+
+
+def set_node(t: Tx, run_id: int, node: str, now: float) -> TaskRecord | None:
+    """Where the run was placed; the task as it now reads (viewers show the node)."""
+    row = t.one("SELECT task_id FROM runs WHERE id = ?", (run_id,))
+    if not row:
+        return None
+    t.db.execute("UPDATE runs SET node = ? WHERE id = ?", (node, run_id))
+    t.event(row[0], "node", None, None, "", {"run_id": run_id, "node": node}, now)
+    return tasks.get(t, row[0])
 
 
 def set_session(t: Tx, run_id: int, session_id: str) -> None:

@@ -147,4 +147,8 @@ MIGRATIONS: list[str] = [
         created_at REAL NOT NULL
     );
     """,
+    # v5: the node a run runs on (a Ray node id; empty for the local executor).
+    """
+    ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    """,
 ]

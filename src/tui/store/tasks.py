@@ -21,7 +21,8 @@ COLS = (
 # What reads return besides: the latest run's start and end (the app's TIME column).
 READ_COLS = (
     COLS + ", (SELECT started_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1),"
-    " (SELECT ended_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1)"
+    " (SELECT ended_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1),"
+    " (SELECT node FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1)"
 )
 _SEQ = 17  # submit_seq's place in the columns
 
@@ -193,6 +194,7 @@ def from_row(row: tuple[Any, ...], deps: list[str]) -> TaskRecord:
     tid, name, spec, state, reason, approved, attempts, base, retry_at, cost, tin, tout = row[:12]
     rej, q, res, created, updated, seq = row[12:18]
     run_started, run_ended = row[18:20] if len(row) >= 20 else (None, None)
+    run_node = row[20] or "" if len(row) >= 21 else ""
     return TaskRecord(
         id=tid,
         name=name,
@@ -212,6 +214,7 @@ def from_row(row: tuple[Any, ...], deps: list[str]) -> TaskRecord:
         created_at=created,
         updated_at=updated,
         submit_seq=seq,
+        run_node=run_node,
         depends_on=deps,
         run_started_at=run_started,
         run_ended_at=run_ended,

@@ -10,16 +10,39 @@ from __future__ import annotations
 
 from rich.cells import cell_len, set_cell_size
 
-COLUMNS = ("state", "name", "project", "agent", "prio", "time", "try", "cost", "tags", "note")
+COLUMNS = (
+    "state",
+    "name",
+    "project",
+    "agent",
+    "node",
+    "prio",
+    "time",
+    "try",
+    "cost",
+    "tags",
+    "note",
+)
 PAD = 1  # blank cells either side of every column
 NAME_CAP = 28  # widest a name column grows; longer names are cut with "…"
 NAME_FIRST = 16  # the name's share before optional columns are considered
 NOTE_MIN = 10
 SYMBOL_WIDTH = 2  # a state's symbol alone (⌛ takes two cells)
 NOTE_FIRST = 40  # the note's share before the extras (state label, agent, prio, tags)
-CAPS = {"project": 16, "agent": 16, "prio": 6, "time": 7, "try": 5, "cost": 8, "tags": 16}
+CAPS = {
+    "project": 16,
+    "agent": 16,
+    "node": 12,
+    "prio": 6,
+    "time": 7,
+    "try": 5,
+    "cost": 8,
+    "tags": 16,
+}
 WANTED = ("time", "try", "cost")  # after the note, in this order
-EXTRAS = ("project", "agent", "prio", "tags")  # only with room to spare, in this order
+# Only with room to spare, in this order. NODE (the Ray node a run was placed on) shows only
+# once some task ran on Ray: with the local executor it stays empty and takes no room.
+EXTRAS = ("project", "node", "agent", "prio", "tags")
 
 
 def fit_columns(content: dict[str, int], width: int, state_width: int) -> dict[str, int]:
@@ -44,7 +67,7 @@ def fit_columns(content: dict[str, int], width: int, state_width: int) -> dict[s
     if note_want and fits(min(note_want, NOTE_MIN) + 2 * PAD):
         chosen["note"] = min(note_want, NOTE_MIN)
     for col in WANTED:
-        want = min(content[col], CAPS[col])
+        want = min(content.get(col, 0), CAPS[col])
         if want and fits(want + 2 * PAD):
             chosen[col] = want
 

@@ -38,7 +38,7 @@ from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
 OPTIONAL_EMPTY = frozenset(
-    {"time", "cost", "tags", "note", "project"}
+    {"time", "cost", "tags", "note", "project", "node"}
 )  # hidden while no row has any
 SORTS: dict[str, Callable[[TaskRecord], Any]] = {
     "submitted": lambda r: r.submit_seq,
@@ -511,6 +511,7 @@ class TaskList(ScrollView, can_focus=True):
             self._shown_name(r),
             project_of(r) if len(self.projects) > 1 else "",  # a column only with several
             agent,
+            r.run_node[:12],  # a Ray node id is 56 hex digits; its start tells nodes apart
             task.priority.value or "normal",
             _elapsed(r, now),
             f"{r.attempt_in_round}/{task.retry.max_attempts}",

@@ -1,0 +1,289 @@
+"""The Ray executor against a real two-node Ray cluster on this machine (no mocks of Ray).
+
+One cluster for the whole module (starting one takes 10–20 s on a loaded 2-core machine); the
+test that kills the second node runs last. Skipped, with the reason, where `ray` is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_support import Tui, shell_task, wait_until, write_tasks
+
+pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install 'tui[ray]')")
+
+from ray_cluster import RayCluster, start_cluster
+
+RUN = 180.0  # seconds for one `tui run` on Ray (worker processes start on a loaded machine)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RayCluster]:
+    c = start_cluster()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def rtui(tui: Tui, cluster: RayCluster) -> Tui:
+    """`tui` with [executor] pointing at the test cluster (kind chosen per test)."""
+    config = Path(os.environ["TUI_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(f'[executor]\naddress = "{cluster.address}"\n')
+    return tui
+
+
+def _nodes_of_runs(tui: Tui) -> dict[str, list[tuple[str, str | None]]]:
+    rows = tui.sql(
+        "SELECT k.name, r.node, r.outcome FROM runs r JOIN tasks k ON k.id = r.task_id"
+        " ORDER BY r.id"
+    )
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    for name, node, outcome in rows:
+        out.setdefault(name, []).append((node, outcome))
+    return out
+
+
+def _printed(tui: Tui, name: str) -> list[str]:
+    task_id = tui.by_name()[name]["id"]
+    return [line.text for line in tui.output("task_id = ?", (task_id,))]
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then let go)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2] in "ZX"
+
+
+def test_dag_placed_by_resource_on_the_right_node(rtui: Tui, cluster: RayCluster) -> None:
+    tasks = [
+        shell_task("on-head", "echo node=$TUI_NODE_ID", resources={"custom": {"head_box": 1}}),
+        shell_task(
+            "on-worker",
+            "echo node=$TUI_NODE_ID; echo to-stderr >&2",
+            depends_on=["on-head"],
+            resources={"num_cpus": 1, "memory": "64MiB", "custom": {"worker_box": 1}},
+        ),
+        shell_task(
+            "back-on-head",
+            "echo node=$TUI_NODE_ID",
+            depends_on=["on-worker"],
+            resources={"custom": {"head_box": 1}},
+        ),
+    ]
+    res = rtui(
+        "run", str(write_tasks(rtui.dir / "dag.yaml", tasks)), "--executor", "ray", timeout=RUN
+    )
+    assert res.returncode == 0, str(res)
+    where = {"on-head": cluster.head, "on-worker": cluster.worker, "back-on-head": cluster.head}
+    runs = _nodes_of_runs(rtui)
+    for name, node in where.items():
+        assert _printed(rtui, name)[0] == f"node={node.node_id}"
+        assert runs[name] == [(node.node_id, "COMPLETED")]  # the node is stored with the run
+    assert "to-stderr" in _printed(rtui, "on-worker")
+    # The DAG's order held: each started after the one it depends on completed.
+    order = [name for _, name, _, to, _ in rtui.transitions() if to == "RUNNING"]
+    assert order == ["on-head", "on-worker", "back-on-head"]
+
+
+def test_output_and_a_question_from_a_worker(rtui: Tui, cluster: RayCluster) -> None:
+    script = (
+        'echo "before on $TUI_NODE_ID"; '
+        'a=$(tui ask "Which database?" --option SQLite --option PostgreSQL); '
+        'echo "answer: $a"; seq 1 5000 | tail -n 1'
+    )
+    tasks = [shell_task("asker", script, resources={"custom": {"worker_box": 1}})]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "ask.yaml", tasks)), "--executor", "ray")
+
+    def question() -> str | None:
+        res = rtui("questions", "--json")
+        found = json.loads(res.stdout) if res.returncode == 0 else []
+        return found[0]["id"] if found else None
+
+    qid = wait_until(question, "the task's question", timeout=RUN, proc=run)
+    assert rtui.state_of("asker") == "READY"
+    res = rtui("answer", qid, "2")
+    assert res.returncode == 0, str(res)
+    out, errs = run.communicate(timeout=RUN)
+    assert run.returncode == 0, out + errs
+    lines = _printed(rtui, "asker")
+    assert lines == [f"before on {cluster.worker.node_id}", "answer: PostgreSQL", "5000"]
+
+
+@pytest.mark.parametrize("how", ["cancel", "timeout"])
+def test_cancel_and_timeout_kill_the_group_on_the_worker(
+    rtui: Tui, cluster: RayCluster, how: str
+) -> None:
+    pidfile = rtui.dir / "bg.pid"
+    # A background child in the task's group: it must go too, not only the script.
+    script = f"sleep 300 & echo $! > {pidfile}; echo started on $TUI_NODE_ID; wait"
+    extra = {"timeout": "3s"} if how == "timeout" else {}
+    tasks = [shell_task("long", script, resources={"custom": {"worker_box": 1}}, **extra)]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "long.yaml", tasks)), "--executor", "ray")
+    wait_until(
+        lambda: pidfile.exists() and pidfile.read_text().strip(), "the task started", RUN, run
+    )
+    bg = int(pidfile.read_text())
+    assert not _gone(bg)
+    if how == "cancel":
+        res = rtui("cancel", "long")
+        assert res.returncode == 0, str(res)
+    out, errs = run.communicate(timeout=RUN)
+    assert run.returncode == 1, out + errs
+    assert rtui.state_of("long") == ("CANCELLED" if how == "cancel" else "TIMED_OUT")
+    wait_until(lambda: _gone(bg), "the background sleep on the worker is gone", 15)
+    assert _printed(rtui, "long")[0] == f"started on {cluster.worker.node_id}"
+
+
+def test_forward_env_reaches_the_worker_and_is_stored_nowhere(
+    rtui: Tui, cluster: RayCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "fwd-value-6c1f0e"  # not shaped like a key: the test is about where it goes
+    monkeypatch.setenv("TUI_TEST_FORWARDED", secret)
+    monkeypatch.setenv("TUI_TEST_NOT_FORWARDED", secret)
+    config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(
+        f'[executor]\nkind = "ray"\naddress = "{cluster.address}"\n'
+        'forward_env = ["TUI_TEST_FORWARDED"]\n'
+    )
+    # The script names the variables only: the value is in no file the test wrote.
+    script = (
+        'echo "forwarded: ${#TUI_TEST_FORWARDED} characters"; '
+        'echo "not forwarded: ${TUI_TEST_NOT_FORWARDED:-unset}"'
+    )
+    tasks = [shell_task("env", script, resources={"custom": {"worker_box": 1}})]
+    res = rtui("run", str(write_tasks(rtui.dir / "env.yaml", tasks)), timeout=RUN)
+    assert res.returncode == 0, str(res)
+    assert _printed(rtui, "env") == [f"forwarded: {len(secret)} characters", "not forwarded: unset"]
+    assert secret not in res.stdout + res.stderr
+    for path in rtui.dir.glob("tui.db*"):
+        assert secret.encode() not in path.read_bytes(), path
+
+
+def test_doctor_shows_the_nodes_and_their_free_resources(rtui: Tui, cluster: RayCluster) -> None:
+    config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(f'[executor]\nkind = "ray"\naddress = "{cluster.address}"\n')
+    res = rtui("doctor", timeout=RUN)
+    lines = [ln for ln in res.stdout.splitlines() if ln.split()[1:2] == ["executor"]]
+    assert lines[0].startswith("ok") and "2 node(s)" in lines[0], res.stdout
+    head = next(ln for ln in lines if cluster.head.node_id[:12] in ln)
+    worker = next(ln for ln in lines if cluster.worker.node_id[:12] in ln)
+    assert "(head)" in head and "head_box 2/2" in head and "CPU 2/2" in head
+    assert "worker_box 2/2" in worker and "(head)" not in worker
+
+
+def test_doctor_reports_a_cluster_it_cannot_reach(
+    rtui: Tui, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(f'[executor]\nkind = "ray"\naddress = "127.0.0.1:{_closed_port()}"\n')
+    res = rtui("doctor", timeout=RUN)
+    assert res.returncode == 1
+    line = next(ln for ln in res.stdout.splitlines() if ln.split()[1:2] == ["executor"])
+    assert line.startswith("error") and "cannot reach the Ray cluster at '127.0.0.1:" in line, line
+
+
+def test_kill_9_of_the_engine_leaves_nothing_running_on_the_worker(
+    rtui: Tui, cluster: RayCluster
+) -> None:
+    pidfile = rtui.dir / "bg.pid"
+    gate = rtui.dir / "gate"
+    script = (
+        f"if [ ! -e {gate} ]; then sleep 300 & echo $! > {pidfile}; wait; fi; "
+        "echo done on $TUI_NODE_ID"
+    )
+    tasks = [shell_task("k9", script, resources={"custom": {"worker_box": 1}})]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "k9.yaml", tasks)), "--executor", "ray")
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), "started", RUN, run)
+    bg = int(pidfile.read_text())
+    run.kill()  # SIGKILL: the driver goes, and with it the actors it owns
+    run.communicate(timeout=RUN)
+    wait_until(lambda: _gone(bg), "the task's processes on the worker are gone", 30)
+    gate.touch()
+    res = rtui("run", "--executor", "ray", timeout=RUN)  # carries on what was left
+    assert res.returncode == 0, str(res)
+    runs = _nodes_of_runs(rtui)["k9"]
+    assert [outcome for _, outcome in runs] == ["interrupted", "COMPLETED"]
+    assert _printed(rtui, "k9") == [f"done on {cluster.worker.node_id}"]
+
+
+def test_a_cluster_that_does_not_answer_holds_tasks_back_and_says_why(
+    rtui: Tui,
+) -> None:
+    config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
+    address = f"127.0.0.1:{_closed_port()}"
+    config.write_text(f'[executor]\nkind = "ray"\naddress = "{address}"\n')
+    tasks = [shell_task("held", "echo ran", retry={"max_attempts": 1}, timeout="1s")]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "held.yaml", tasks)))
+
+    def said() -> bool:
+        return any("waiting for it" in line for line in _printed(rtui, "held"))
+
+    wait_until(lambda: rtui.state_of("held") == "RUNNING" and said(), "the wait is said", RUN, run)
+    (line,) = _printed(rtui, "held")
+    assert f"cannot reach the Ray cluster at '{address}'" in line
+    # Nothing was placed, and the timeout does not count while nothing runs.
+    assert rtui.state_of("held") == "RUNNING" and rtui.by_name()["held"]["attempts"] == 1
+    assert rtui("cancel", "held").returncode == 0
+    out, errs = run.communicate(timeout=RUN)
+    assert rtui.state_of("held") == "CANCELLED", out + errs
+    assert "ran" not in _printed(rtui, "held")
+
+
+def test_worker_node_dies_mid_run_task_requeued_and_completed_on_head(
+    rtui: Tui, cluster: RayCluster
+) -> None:
+    """Runs last: the second node stays dead for the rest of the module."""
+    release = rtui.dir / "release"
+    pidfile = rtui.dir / "victim.pid"
+    # The head's one `shared` slot is held, so the victim's first attempt lands on the worker.
+    blocker = shell_task(
+        "blocker",
+        f"while [ ! -e {release} ]; do sleep 0.05; done",
+        resources={"custom": {"shared": 1, "head_box": 1}},
+    )
+    victim = shell_task(
+        "victim",
+        f'echo "on $TUI_NODE_ID attempt $TUI_ATTEMPT"; '
+        f'if [ "$TUI_NODE_ID" = "{cluster.worker.node_id}" ]; then '
+        f"sleep 300 & echo $! > {pidfile}; wait; fi",
+        resources={"custom": {"shared": 1}},
+    )
+    run = rtui.popen(
+        "run", str(write_tasks(rtui.dir / "blocker.yaml", [blocker])), "--executor", "ray"
+    )
+    wait_until(lambda: rtui.state_of("blocker") == "RUNNING", "the blocker runs", RUN, run)
+    wait_until(lambda: _nodes_of_runs(rtui).get("blocker", [("", "")])[0][0], "placed", RUN, run)
+    # Handed to the `tui run` that owns the database (this one follows it to its end).
+    follow = rtui.popen("run", str(write_tasks(rtui.dir / "victim.yaml", [victim])))
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), "victim on worker", RUN)
+    bg = int(pidfile.read_text())
+    cluster.kill_worker_node()
+    release.touch()
+    for proc in (follow, run):
+        out, errs = proc.communicate(timeout=RUN)
+        assert proc.returncode == 0, out + errs
+    runs = _nodes_of_runs(rtui)["victim"]
+    assert runs[0] == (cluster.worker.node_id, "interrupted")
+    assert runs[-1] == (cluster.head.node_id, "COMPLETED")
+    victim_row = rtui.by_name()["victim"]
+    assert victim_row["state"] == "COMPLETED"
+    wait_until(lambda: _gone(bg), "the victim's process on the dead node is gone", 15)
+    reasons = [r for _, name, _, to, r in rtui.transitions() if name == "victim" and to == "QUEUED"]
+    assert "interrupted" in reasons
