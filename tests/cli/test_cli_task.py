@@ -99,7 +99,7 @@ def test_unknown_template_is_refused_with_a_suggestion(configured: Tui) -> None:
 def test_a_failing_command_stops_before_anything_runs(configured: Tui) -> None:
     res = configured("task", "broken")
     assert res.returncode == 2
-    assert "tasks.broken.command: command exited with 4:\n  cannot" in res.stderr
+    assert "tasks.broken.command: command exited with 4:\n  stderr:\n    cannot" in res.stderr
     assert ".tui/config.toml" in res.stderr
 
 

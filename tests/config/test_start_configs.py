@@ -188,15 +188,33 @@ async def test_shell_args_for_other_interpreters_and_a_clear_error_without(dirs:
     assert "tasks.t.shell" in str(info.value) and "shell_args" in str(info.value)
 
 
-async def test_a_failing_command_keeps_its_last_lines_each_on_its_own(dirs: Dirs) -> None:
-    script = "for i in 1 2 3 4 5 6; do echo out$i; echo err$i >&2; done; exit 5"
+async def test_a_failing_command_shows_stderr_first_then_the_end_of_stdout(dirs: Dirs) -> None:
+    # The reason a command failed is on stderr, but a chatty stdout written after it would
+    # push it out of a plain "last lines" tail.
+    script = (
+        "for i in 1 2 3 4 5 6 7 8 9; do echo err$i >&2; done; "
+        "for i in $(seq 1 20); do echo out$i; done; exit 5"
+    )
     dirs.write_local(f'[tasks.t]\ncommand = "{script}"\nprompt = "{{command_output}}"\n')
     with pytest.raises(TaskFileError) as info:
         await build_task(load_config(dirs.project), "t", TaskRequest())
     text = str(info.value)
-    tail = "".join(f"  out{i}\n  err{i}\n" for i in range(3, 7))
-    assert f"command exited with 5:\n{tail.rstrip()}" in text
-    assert "err2" not in text
+    errs = "".join(f"    err{i}\n" for i in range(4, 10))
+    expected = (
+        f"command exited with 5:\n  stderr:\n{errs}  stdout (last lines):\n    out19\n    out20"
+    )
+    assert expected in text
+    assert "err3" not in text and "out18" not in text
+
+
+async def test_a_failing_command_with_only_stdout_keeps_its_last_lines(dirs: Dirs) -> None:
+    script = "for i in $(seq 1 12); do echo out$i; echo; done; exit 2"
+    dirs.write_local(f'[tasks.t]\ncommand = "{script}"\nprompt = "{{command_output}}"\n')
+    with pytest.raises(TaskFileError) as info:
+        await build_task(load_config(dirs.project), "t", TaskRequest())
+    tail = "\n".join(f"  out{i}" for i in range(5, 13))
+    assert f"command exited with 2:\n{tail}" in str(info.value)
+    assert "out4\n" not in str(info.value)
 
 
 @pytest.mark.parametrize(

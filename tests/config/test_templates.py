@@ -105,7 +105,7 @@ async def test_failing_command_stops_with_its_exit_code_and_output(dirs: Dirs) -
             dirs, '[tasks.t]\ncommand = "echo nope >&2; exit 3"\nprompt = "{command_output}"\n'
         )
     text = str(e.value)
-    assert "tasks.t.command: command exited with 3:\n  nope" in text
+    assert "tasks.t.command: command exited with 3:\n  stderr:\n    nope" in text
 
 
 def live_with(arg: str) -> list[str]:

@@ -35,13 +35,14 @@ async def test_priority_then_fifo(store: Store) -> None:
             fake_task("n1"),
             fake_task("high", priority="high"),
             fake_task("n2", priority="normal"),
+            fake_task("critical", priority="critical"),
         ]
         await engine.submit(tasks)
         for _ in tasks:
             name = await next_started(agent)
             agent.finish(name)
         await engine.wait_settled(t.id for t in tasks)
-    assert agent.order == ["high", "n1", "n2", "low"]
+    assert agent.order == ["critical", "high", "n1", "n2", "low"]
 
 
 async def test_global_and_per_agent_limits_are_never_exceeded(store: Store) -> None:

@@ -58,7 +58,7 @@ def test_retry_defaults():
 
 
 def test_enum_values():
-    assert [p.value for p in Priority] == ["", "high", "normal", "low"]
+    assert [p.value for p in Priority] == ["", "critical", "high", "normal", "low"]
     assert [b.value for b in Backoff] == ["", "none", "linear", "exponential"]
     assert PermissionMode.ACCEPT_EDITS == "acceptEdits"
     assert PermissionMode.BYPASS == "bypassPermissions"
@@ -71,6 +71,8 @@ def test_priority_rank_orders_high_normal_low():
     assert priority_rank("") == priority_rank("normal")
     ordered = sorted([Priority.LOW, Priority.NONE, Priority.HIGH], key=priority_rank)
     assert ordered == [Priority.HIGH, Priority.NONE, Priority.LOW]
+    # critical is above high; the others keep the ranks databases already store
+    assert [priority_rank(p) for p in ("critical", "high", "normal", "low")] == [-1, 0, 1, 2]
 
 
 def _full_task() -> Task:

@@ -189,9 +189,9 @@ def test_priority(one_error):
     )
     assert (issue.field, issue.line) == ("priority", 3)
     assert issue.message == (
-        "priority must be one of high, normal, low (or leave it out); got 'urgent'"
+        "priority must be one of critical, high, normal, low (or leave it out); got 'urgent'"
     )
-    assert "high, normal or low" in issue.fix
+    assert "critical, high, normal or low" in issue.fix
 
 
 def test_permission_mode(one_error):

@@ -46,6 +46,7 @@ from tui.agents.mcp_launch import claude_mcp_config, claude_tool_rule, wanted
 from tui.engine.adapter import RunContext, RunResult
 from tui.model.agent_kinds import KINDS
 from tui.model.states import State
+from tui.model.system_parts import with_system
 from tui.model.task import AgentConfig, PermissionMode
 from tui.procs.process import Child
 from tui.store.records import STDERR
@@ -70,7 +71,7 @@ class ClaudeAdapter:
         return find_cli(env, BIN_ENV, self.bin, NOT_FOUND)
 
     async def run(self, ctx: RunContext) -> RunResult:
-        agent = ctx.task.agent
+        agent = with_system(ctx.task)  # its system parts and context block appended
         cwd = project_dir(agent)
         env = {**ctx.env, **self.extra_env}
         binary = self.binary(env)

@@ -74,6 +74,8 @@ def build_argv(
         argv += ["--append-system-prompt", agent.system_prompt_append]
     if agent.max_budget_usd > 0:
         argv += ["--max-budget-usd", _money(agent.max_budget_usd)]
+    if agent.max_turns:
+        argv += ["--max-turns", str(agent.max_turns)]
     if mcp_config:
         argv += ["--mcp-config", mcp_config]
     if resume:

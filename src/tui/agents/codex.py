@@ -43,6 +43,7 @@ from tui.agents.gemini_protocol import Price, price_table, with_system_append
 from tui.agents.mcp_launch import codex_config_args, wanted
 from tui.engine.adapter import RunContext, RunResult
 from tui.model.agent_kinds import KINDS
+from tui.model.system_parts import with_system
 from tui.store.records import STDERR
 
 KIND = KINDS["codex"]
@@ -98,7 +99,7 @@ class CodexAdapter:
             if not run.lost_thread:
                 return result
             await ctx.output(STDERR, [f"[tui] session {session} is gone; starting afresh"])
-        prompt = with_system_append(first_prompt(agent.instructions, files), agent)
+        prompt = with_system_append(first_prompt(agent.instructions, files), with_system(ctx.task))
         return await _Run(ctx, cwd, env, price, (0, 0)).run(*self.argv(binary, ctx, prompt))
 
 

@@ -40,6 +40,7 @@ from tui.agents.gemini_protocol import (
 from tui.agents.mcp_launch import gemini_home, wanted
 from tui.engine.adapter import RunContext, RunResult
 from tui.model.agent_kinds import KINDS
+from tui.model.system_parts import with_system
 from tui.store.records import STDERR, STDOUT
 
 KIND = KINDS["gemini"]
@@ -88,7 +89,7 @@ class GeminiAdapter:
             if not run.lost_session:
                 return result
             await ctx.output(STDERR, [f"[tui] session {session} is gone; starting afresh"])
-        prompt = with_system_append(first_prompt(agent.instructions, files), agent)
+        prompt = with_system_append(first_prompt(agent.instructions, files), with_system(ctx.task))
         return await _Run(ctx, cwd, env, table).run(build_argv(binary, agent), prompt)
 
 

@@ -36,6 +36,7 @@ from tui.app.widgets.log_view import PAUSED_LABEL, LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
 from tui.app.widgets.task_list import SORTS, FilterError, TaskFilter, TaskList
 from tui.config.load import ConfigError, load_config, load_settings
+from tui.config.system_parts import named_parts
 from tui.config.templates import (
     TaskRequest,
     Template,
@@ -814,8 +815,15 @@ class TuiApp(App[None]):
             return
         try:
             known = {r.id for r in await self.engine.list_tasks()}
-            defaults = load_settings()[0].workflow_defaults()  # config.toml's on_error, hooks
-            result = load_task_files([Path(path).expanduser()], known_ids=known, defaults=defaults)
+            settings = load_settings()[0]
+            defaults = settings.workflow_defaults()  # config.toml's on_error, hooks
+            result = load_task_files(
+                [Path(path).expanduser()],
+                known_ids=known,
+                defaults=defaults,
+                parts=named_parts,
+                classify=lambda: list(settings.classify),
+            )
             await self.engine.submit(result.tasks)
         except TaskFileError as e:
             self._notify_issues(e.issues, path)

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tui.model.task import Task, default_worktree
 from tui.store.db import Store
@@ -22,6 +22,8 @@ from tui.store.records import EventRecord
 if TYPE_CHECKING:
     from tui.config.schema import Settings
     from tui.engine.runner import Executor
+    from tui.engine.settings import EngineSettings
+    from tui.model.classify import ClassifyRule
     from tui.model.workflow import FileDefaults
 
 
@@ -53,13 +55,41 @@ def with_worktree_setting(tasks: list[Task]) -> list[Task]:
     return default_worktree(tasks, _settings().worktree)
 
 
-def engine_settings(args: argparse.Namespace) -> tuple[int, str]:
-    """(concurrency, shell): the command-line flag, else the config, else the built-in."""
+def given_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The engine settings given on this command line (None: not given)."""
+    return {"concurrency": args.concurrency or None, "shell": args.shell or None}
+
+
+def config_settings() -> EngineSettings:
+    """The engine settings of the config, else the built-in defaults."""
     from tui.config.schema import DEFAULT_CONCURRENCY, DEFAULT_SHELL
+    from tui.engine.settings import EngineSettings
 
     settings = _settings()
-    concurrency = args.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
-    return concurrency, args.shell or settings.shell or DEFAULT_SHELL
+    return EngineSettings(
+        settings.concurrency or DEFAULT_CONCURRENCY, settings.shell or DEFAULT_SHELL
+    )
+
+
+async def engine_settings(store: Store, args: argparse.Namespace) -> EngineSettings:
+    """The settings an engine this command starts on ``store`` runs with: the flag (stored
+    for the next engine on the database), else the stored one, else the config, else the
+    built-in (tui.engine.settings). Says so when a flag replaces a stored value."""
+    from tui.engine.settings import settle_stored
+
+    chosen, notes = await settle_stored(store, given_settings(args), config_settings())
+    for note in notes:
+        err(note)
+    return chosen
+
+
+def settings_notes(db: Path, args: argparse.Namespace) -> list[str]:
+    """What a daemon started for ``db`` with these flags will replace (told before it starts,
+    since it tells only its log)."""
+    from tui.engine.settings import settle
+    from tui.store.db import stored_settings
+
+    return settle(given_settings(args), stored_settings(db), config_settings(), str(db)).notes
 
 
 def engine_executor(args: argparse.Namespace) -> Executor | None:
@@ -211,3 +241,19 @@ flush_transitions = _lines.flush
 def err(message: str) -> None:
     _lines.flush()  # what happened before the message is printed before it
     print(f"tui: {message}", file=sys.stderr)
+
+
+def system_parts() -> dict[str, str]:
+    """config's named system prompt parts, for the task loader (imported only when a task
+    names one: reading the config costs start-up time every other command would pay)."""
+    from tui.config.system_parts import named_parts
+
+    return named_parts()
+
+
+def classify_rules() -> list[ClassifyRule]:
+    """[settings] classify, for the task loader (a broken config: none; `tui config
+    validate` says why)."""
+    from tui.config.load import load_settings
+
+    return list(load_settings()[0].classify)

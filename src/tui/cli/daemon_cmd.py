@@ -8,7 +8,14 @@ import sys
 import time
 from typing import Any
 
-from tui.cli.common import db_path, engine_executor, engine_settings, err
+from tui.cli.common import (
+    config_settings,
+    db_path,
+    engine_executor,
+    err,
+    given_settings,
+    settings_notes,
+)
 
 
 def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
@@ -18,8 +25,18 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
     start.add_argument(
         "--foreground", action="store_true", help="run it here (for systemd or a debugger)"
     )
-    start.add_argument("--concurrency", type=int, metavar="N", help="(default: the config's, 4)")
-    start.add_argument("--shell", help="shell for shell tasks (default: the config's, bash)")
+    start.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="tasks at once, stored for the database (default: the stored value, else the "
+        "config's, else 4)",
+    )
+    start.add_argument(
+        "--shell",
+        help="shell for shell tasks, stored for the database (default: the stored one, else "
+        "the config's, else bash)",
+    )
     stop = dsub.add_parser(
         "stop",
         parents=[db],
@@ -41,10 +58,12 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
             from tui.daemon.service import DaemonRunning, serve
 
             try:
-                concurrency, shell = engine_settings(args)
                 executor = engine_executor(args)  # [executor] in the config
                 return await serve(
-                    daemon_paths(db), concurrency=concurrency, shell=shell, executor=executor
+                    daemon_paths(db),
+                    given=given_settings(args),
+                    fallback=config_settings(),
+                    executor=executor,
                 )
             except DaemonRunning as e:
                 err(str(e))
@@ -60,9 +79,17 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
                 return 1
             print(f"tui daemon already running (pid {running.pid})")
             return 0
+        for note in settings_notes(db, args):
+            err(note)
         started = await lifecycle.ensure(db, concurrency=args.concurrency, shell=args.shell)
-        await started.aclose()
-        print(f"tui daemon started (pid {started.pid}, socket {started.paths.socket})")
+        try:
+            info = await started.status()
+        finally:
+            await started.aclose()
+        print(
+            f"tui daemon started (pid {started.pid}, socket {started.paths.socket}; "
+            f"concurrency {info.concurrency}, shell {info.shell})"
+        )
         return 0
     if args.daemon_command == "stop":
         owner = await lifecycle.attach(db)
@@ -141,6 +168,8 @@ def _human(s: dict[str, Any]) -> str:
             f"  log:      {s['log']}",
             f"  tasks:    {s['tasks']}, {len(running)} running" + (f": {names}" if names else ""),
             f"  viewers:  {s['viewers']}",
+            f"  settings: concurrency {s['concurrency']}, shell {s['shell']}"
+            " (stored for the database: a restart keeps them)",
         ]
     )
 

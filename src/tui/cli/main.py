@@ -13,8 +13,8 @@ from tui.engine.scheduler import EngineError
 from tui.model.issues import TaskFileError
 from tui.store.db import StoreError
 
-_CONCURRENCY = "tasks at once (default: [settings] concurrency, else 4)"
-_SHELL = "shell for shell tasks (default: [settings] shell, else bash)"
+_CONCURRENCY = "tasks at once (default: the database's stored value, [settings] concurrency, 4)"
+_SHELL = "shell for shell tasks (default: the database's stored one, [settings] shell, bash)"
 _EXECUTOR = "where tasks run: local processes, or a Ray cluster (default: [executor] kind)"
 _FORCE = "submit the files' tasks even if the same tasks are already there, unfinished"
 
@@ -78,9 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
-    from tui.cli import config_cmd, daemon_cmd, doctor, human, talk_cmd, task, web, worktree_cmd
+    from tui.cli import (
+        config_cmd,
+        daemon_cmd,
+        doctor,
+        export_cmd,
+        human,
+        talk_cmd,
+        task,
+        web,
+        worktree_cmd,
+    )
 
-    for group in (human, task, config_cmd, doctor, daemon_cmd, web, worktree_cmd, talk_cmd):
+    groups = (human, task, config_cmd, doctor, daemon_cmd, web, worktree_cmd, talk_cmd, export_cmd)
+    for group in groups:
         group.add_parsers(sub, db)
     return p
 

@@ -10,12 +10,15 @@ import sys
 
 from tui.cli.common import (
     DAEMON_SETTINGS,
+    classify_rules,
     db_path,
     engine_executor,
     engine_settings,
     err,
     ignored_settings,
     open_store,
+    settings_notes,
+    system_parts,
     with_worktree_setting,
     workflow_defaults,
 )
@@ -44,6 +47,7 @@ async def cmd_open(args: argparse.Namespace) -> int:
     remote = await attach(db)
     notices: list[str] = []
     if remote is None:
+        notices += settings_notes(db, args)
         # The app's modules load while the daemon starts: two processes on two cores, instead
         # of one after the other (the first frame with 10k tasks: 1.04x -> 0.66x a DataTable).
         started, _ = await asyncio.gather(
@@ -83,13 +87,13 @@ async def _open_here(args: argparse.Namespace) -> int:
             return 1
         from tui.app.run_app import run_app
 
-        concurrency, shell = engine_settings(args)
+        chosen = await engine_settings(store, args)
         await run_app(
             store,
             tasks,
-            concurrency=concurrency,
+            concurrency=chosen.concurrency,
             mouse=not args.no_mouse,
-            shell=shell,
+            shell=chosen.shell,
             executor=engine_executor(args),  # [executor] in the config
         )
     return 0
@@ -98,7 +102,13 @@ async def _open_here(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, known: set[str]) -> list[Task]:
     if not args.files:
         return []
-    result = load_task_files(args.files, known_ids=known, defaults=workflow_defaults())
+    result = load_task_files(
+        args.files,
+        known_ids=known,
+        parts=system_parts,
+        classify=classify_rules,
+        defaults=workflow_defaults(),
+    )
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return with_worktree_setting(result.tasks)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from tui.cli.common import (
     DAEMON_SETTINGS,
     answer_on,
+    classify_rules,
     engine_executor,
     engine_settings,
     err,
@@ -21,6 +22,7 @@ from tui.cli.common import (
     print_hook_failure,
     print_question,
     print_transition,
+    system_parts,
     with_worktree_setting,
     workflow_defaults,
 )
@@ -46,7 +48,8 @@ def _print_warnings(warnings: list[Issue]) -> None:
 
 
 async def cmd_validate(args: argparse.Namespace) -> int:
-    result = load_task_files(args.files)  # raises TaskFileError with every problem
+    # raises TaskFileError with every problem
+    result = load_task_files(args.files, parts=system_parts, classify=classify_rules)
     _print_warnings(result.warnings)
     print(f"ok: {len(result.tasks)} task(s) valid")
     return 0
@@ -58,7 +61,13 @@ async def cmd_run(args: argparse.Namespace) -> int:
         tasks: list[Task] = []
         if args.files:
             known = await store.all_ids()
-            result = load_task_files(args.files, known_ids=known, defaults=workflow_defaults())
+            result = load_task_files(
+                args.files,
+                known_ids=known,
+                parts=system_parts,
+                classify=classify_rules,
+                defaults=workflow_defaults(),
+            )
             _print_warnings(result.warnings)
             tasks = with_worktree_setting(result.tasks)
             # Refuse before an engine starts: starting one would already run (and, on the
@@ -98,12 +107,12 @@ async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -
             "reach (an older tui?); stop it, then try again"
         )
         return 1
-    concurrency, shell = engine_settings(args)
+    chosen = await engine_settings(store, args)
     engine = Engine(
         store,
-        concurrency=concurrency,
+        concurrency=chosen.concurrency,
         auto_approve=not args.manual_approve,
-        shell=shell,
+        shell=chosen.shell,
         executor=engine_executor(args),
     )
     try:

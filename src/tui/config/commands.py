@@ -15,7 +15,9 @@ from tui.procs.process import terminate_group
 @dataclass(frozen=True)
 class CommandResult:
     exit_code: int | None  # None: stopped at the timeout
-    output: str  # stdout and stderr, interleaved as written
+    output: str  # stdout and stderr, whole lines interleaved as they arrived
+    stdout: str = ""  # each stream alone: a failing command's message shows stderr first
+    stderr: str = ""
 
 
 async def run_command(
@@ -31,21 +33,51 @@ async def run_command(
 
 async def run_argv(argv: list[str], *, timeout: float, cwd: str | None = None) -> CommandResult:
     """Run ``argv`` to its end or ``timeout`` (0 = none); OSError when it cannot start.
-    stdout and stderr share one pipe, so the output keeps the order it was written in."""
+    stdout and stderr are read from two pipes, so an error can show stderr on its own; the
+    output interleaves their lines as they arrived (the order they were written in, unless
+    both streams wrote between two reads)."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+        stderr=asyncio.subprocess.PIPE,
         cwd=cwd,
         start_new_session=True,
     )
+    # Whole lines in the order they arrived (a line is placed when its newline comes, so
+    # one stream's unfinished line is never glued to the other's; a last line without one
+    # goes at the end), and each stream alone.
+    lines: list[bytes] = []
+    tails: list[bytes] = []
+    streams: dict[bool, list[bytes]] = {False: [], True: []}  # is stderr → its data
+
+    async def drain(stream: asyncio.StreamReader | None, is_err: bool) -> None:
+        assert stream is not None
+        partial = b""
+        while data := await stream.read(65536):
+            streams[is_err].append(data)
+            *done, partial = (partial + data).split(b"\n")
+            lines.extend(line + b"\n" for line in done)
+        if partial:
+            tails.append(partial)
+
+    async def finish() -> None:
+        await asyncio.gather(drain(proc.stdout, False), drain(proc.stderr, True))
+        await proc.wait()
+
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout or None)
+        async with asyncio.timeout(timeout or None):
+            await finish()
         code: int | None = proc.returncode
     except TimeoutError:
-        out, code = b"", None
+        lines, tails, code = [], [], None
     finally:
         # Whatever it left running (or all of it, at the timeout) goes with it.
         await terminate_group(proc.pid, grace=0.5, proc=proc)
-    return CommandResult(code, out.decode("utf-8", errors="replace"))
+
+    def text(parts: list[bytes]) -> str:
+        return b"".join(parts).decode("utf-8", errors="replace")
+
+    if code is None:
+        streams = {False: [], True: []}
+    return CommandResult(code, text(lines + tails), text(streams[False]), text(streams[True]))

@@ -13,13 +13,14 @@ import datetime
 from pathlib import Path
 
 from tui.config import placeholders
-from tui.config.commands import run_command
+from tui.config.commands import CommandResult, run_command
 from tui.config.load import Origin
 from tui.config.schema import DEFAULT_SHELL, Settings, Source
 from tui.model.issues import TaskFileError
 
 NO_INSTRUCTIONS = "None"  # what {instructions} says when the user typed nothing
 MESSAGE_LINES = 8  # last lines of a failing command's output kept in its error
+STDOUT_LINES = 2  # of those, kept for stdout when stderr has something to say
 
 
 def source_path(src: Source, cwd: Path) -> Path:
@@ -91,7 +92,7 @@ async def render(
         if result.exit_code != 0:
             raise fail(
                 "command",
-                f"command exited with {result.exit_code}{_said(result.output)}",
+                f"command exited with {result.exit_code}{_said(result)}",
                 f"make the command succeed with {shell} in {cwd}",
             )
         return result.output.removesuffix("\n")
@@ -114,7 +115,20 @@ async def render(
     return placeholders.substitute(src.prompt, values, variables)
 
 
-def _said(output: str) -> str:
-    """The command's last non-blank lines (stdout and stderr as written), one per line."""
-    tail = [ln.rstrip() for ln in output.splitlines() if ln.strip()][-MESSAGE_LINES:]
-    return (":\n" + "\n".join(f"  {ln}" for ln in tail)) if tail else " (no output)"
+def _said(result: CommandResult) -> str:
+    """What a failing command said, one line per line: stderr's last non-blank lines first
+    (why it failed is usually there), then stdout's last ones; MESSAGE_LINES in all."""
+    err, out = _lines(result.stderr), _lines(result.stdout)
+    keep_out = min(len(out), STDOUT_LINES if err else MESSAGE_LINES)
+    err = err[-(MESSAGE_LINES - keep_out) :]
+    out = out[len(out) - keep_out :]
+    if not err:
+        return (":\n" + "\n".join(f"  {ln}" for ln in out)) if out else " (no output)"
+    text = ":\n  stderr:\n" + "\n".join(f"    {ln}" for ln in err)
+    if out:
+        text += "\n  stdout (last lines):\n" + "\n".join(f"    {ln}" for ln in out)
+    return text
+
+
+def _lines(text: str) -> list[str]:
+    return [ln.rstrip() for ln in text.splitlines() if ln.strip()]

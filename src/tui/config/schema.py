@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tui.model.agent_kinds import CONFIG_TYPES, KINDS
 from tui.model.choices import one_of
+from tui.model.classify import ClassifyRule
 from tui.model.duration import parse_duration
 from tui.model.secrets import refuse_secrets
 from tui.model.task import AgentConfig
@@ -72,6 +73,8 @@ class Settings(_Model):
     # Taskfile tasks an agent may pass arguments to through run_user_task ("*": any). Read
     # from the user's own config.toml only: a project (which agents write to) cannot grant it.
     agent_task_args: list[str] = Field(default_factory=list)
+    # Rules choosing the agent of a task that leaves agent.type out (tui.model.classify).
+    classify: list[ClassifyRule] = Field(default_factory=list)
     # Workflow defaults for every task file's tasks that set none (tui.model.workflow).
     on_error: OnError = OnError.NONE
     on_max_retries: OnMaxRetries = OnMaxRetries.NONE

@@ -68,16 +68,18 @@ def _hung(paths: DaemonPaths, what: str, pid: int | None = None) -> DaemonHung:
 async def _open(
     paths: DaemonPaths, limit: int = wire.REQUEST_LINE_LIMIT
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, dict]:
+    # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that
+    # lands as the awaited call completes (a viewer told to stop then follows forever).
     try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_unix_connection(str(paths.socket), limit=limit), HELLO_TIMEOUT
-        )
+        async with asyncio.timeout(HELLO_TIMEOUT):
+            reader, writer = await asyncio.open_unix_connection(str(paths.socket), limit=limit)
     except (FileNotFoundError, ConnectionError) as e:
         raise DaemonUnavailable(f"no tui daemon for {paths.db}") from e
     except TimeoutError:
         raise _hung(paths, f"did not accept a connection in {HELLO_TIMEOUT:.0f}s") from None
     try:
-        line = await asyncio.wait_for(reader.readline(), HELLO_TIMEOUT)
+        async with asyncio.timeout(HELLO_TIMEOUT):
+            line = await reader.readline()
     except ConnectionError:  # a daemon dying (or a stale socket) as we connect
         line = b""
     except TimeoutError:
@@ -237,7 +239,8 @@ class RemoteEngine(Client):
             self._pending.pop(rid, None)
             raise DaemonUnavailable(f"lost the tui daemon for {self.paths.db}") from e
         try:
-            reply = await asyncio.wait_for(asyncio.shield(fut), _timeout(message))
+            async with asyncio.timeout(_timeout(message)):  # not wait_for: see _open
+                reply = await asyncio.shield(fut)
         except TimeoutError:
             self._pending.pop(rid, None)
             op = message.op  # type: ignore[attr-defined]

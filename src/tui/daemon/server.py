@@ -245,6 +245,8 @@ class DaemonServer:
             tasks=len(tasks),
             viewers=len(self._streams),
             foreground=self.foreground,
+            concurrency=self.engine.concurrency,
+            shell=self.engine.shell,
         )
 
 

@@ -10,9 +10,9 @@ import fcntl
 import logging
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tui.daemon.paths import DaemonPaths
 from tui.daemon.redact import RedactingFormatter
@@ -21,6 +21,7 @@ from tui.engine.scheduler import EngineError
 if TYPE_CHECKING:
     from tui.daemon.server import DaemonServer
     from tui.engine.runner import Executor
+    from tui.engine.settings import EngineSettings
     from tui.store.db import Store
 
 log = logging.getLogger("tui.daemon")
@@ -55,7 +56,8 @@ def daemon_lock(paths: DaemonPaths) -> Iterator[None]:
         os.close(fd)
 
 
-def setup_logging(path: Path) -> None:
+def setup_logging(path: Path) -> int:
+    """Log to ``path``; returns its fd (the guard writes there too)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     handler = logging.StreamHandler(os.fdopen(fd, "a", buffering=1))
@@ -63,26 +65,45 @@ def setup_logging(path: Path) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
+    return fd
 
 
 async def serve(
-    paths: DaemonPaths, *, concurrency: int, shell: str, executor: Executor | None = None
+    paths: DaemonPaths,
+    *,
+    given: Mapping[str, Any],
+    fallback: EngineSettings,
+    executor: Executor | None = None,
 ) -> int:
-    """Run the daemon until SIGTERM/SIGINT or a `shutdown` request. Returns an exit code."""
+    """Run the daemon until SIGTERM/SIGINT or a `shutdown` request. Returns an exit code.
+    ``given``: the settings passed on its command line; the others are those stored for the
+    database (a daemon a viewer restarts comes back as it was started), else ``fallback``."""
+    from tui.daemon.guard import Guard
     from tui.daemon.server import DaemonServer
+    from tui.engine.runner import ENV_ENGINE_ID
     from tui.engine.scheduler import Engine
+    from tui.engine.settings import settle_stored
     from tui.gc_tuning import tune_gc
     from tui.store.db import Store
 
     with daemon_lock(paths):
-        setup_logging(paths.log)
+        log_fd = setup_logging(paths.log)
         log.info("starting (pid %d) for %s", os.getpid(), paths.db)
         store = await Store.open(paths.db)
         stop = asyncio.Event()
-        engine = Engine(store, concurrency=concurrency, shell=shell, executor=executor)
+        chosen, notes = await settle_stored(store, given, fallback)
+        for note in notes:
+            log.info("%s", note)
+        log.info("concurrency %d, shell %s", chosen.concurrency, chosen.shell)
+        engine = Engine(
+            store, concurrency=chosen.concurrency, shell=chosen.shell, executor=executor
+        )
         server = DaemonServer(engine, paths, stop.set)
         loop = asyncio.get_running_loop()
         untune_gc = None
+        # Stops this engine's agents the moment the daemon dies (see tui.daemon.guard).
+        guard = Guard(f"{ENV_ENGINE_ID}={engine.id}", log_fd)
+        engine.on_spawn = guard.spawned
         try:
             await engine.start()  # recovers what a crashed daemon left behind
             await server.start()
@@ -101,6 +122,7 @@ async def serve(
             if untune_gc is not None:
                 untune_gc()
             await engine.stop()
+            guard.stop()  # the runs are stopped: nothing left for it to do
             await store.close()
             log.info("stopped")
     return 0

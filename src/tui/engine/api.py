@@ -135,6 +135,8 @@ class StatusReply(Reply):
     tasks: int
     viewers: int
     foreground: bool = False  # a `tui run` or the app's --foreground, not the daemon
+    concurrency: int = 0  # the engine's settings (0, "": an older daemon did not say)
+    shell: str = ""
 
 
 R = TypeVar("R", bound=Reply)

@@ -10,6 +10,7 @@ runs, declared below, and nothing else of it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 from collections.abc import Collection
@@ -22,6 +23,7 @@ from tui.engine.loops import until_move, with_previous
 from tui.engine.output import OutputBuffer
 from tui.engine.runner import Executor, Run, RunHost, ended_as
 from tui.engine.talk import show_continuation
+from tui.engine.validation import check_result, validator_cwd, validator_env
 from tui.engine.workflow import WorkflowError, prepare
 from tui.engine.worktree_runs import in_worktree
 from tui.engine.worktrees import Worktrees
@@ -75,6 +77,14 @@ class RunEnd:
     async def _cascade_failure(self, task_id: str) -> None:
         raise NotImplementedError
 
+    if TYPE_CHECKING:  # the engine's own (tui.engine.scheduler)
+
+        @property
+        def engine_id(self) -> str: ...
+
+        @property
+        def db_path(self) -> str: ...
+
     if TYPE_CHECKING:  # from tui.engine.questions and .subtasks, the other parts of Engine
 
         def _waits_on_children(self, task_id: str) -> bool: ...
@@ -124,7 +134,10 @@ class RunEnd:
         task_id = run.task_id
         rec = self._tasks[task_id]
         outcome, error = ended_as(run, rec, result)
-        outcome, error, stored = task_result(rec.task, outcome, error, result)
+        if outcome == State.COMPLETED and rec.task.output_format is not None:
+            outcome, error, stored = await self._check_output(run, result)
+        else:
+            outcome, error, stored = task_result(rec.task, outcome, error, result)
         if run.open_questions:
             await self._close_run_questions(run, "cancelled")
         if self._tasks[task_id].state == State.READY and outcome != State.CANCELLED:
@@ -181,6 +194,24 @@ class RunEnd:
         if outcome == State.CANCELLED:
             await self._cascade_failure(task_id)
         await self._changed_now()
+
+    async def _check_output(self, run: Run, result: RunResult) -> tuple[State, str, str | None]:
+        """(COMPLETED, a kept parse error or "", the checked result as JSON), or (FAILED, why,
+        None) — retry applies. See tui.engine.validation."""
+        rec = self._tasks[run.task_id]
+        assert rec.task.output_format is not None
+        env = validator_env(rec, run.run_id, run.attempt, self.engine_id, self.db_path)
+        checked = await check_result(
+            rec.task.output_format, result.result, cwd=validator_cwd(rec.task), env=env
+        )
+        if checked.lines:
+            await self.output.add(run, STDERR, [f"[validate] {ln}" for ln in checked.lines])
+        if checked.error:
+            return State.FAILED, checked.error, None
+        if checked.note:
+            await self.output.add(run, STDERR, [f"[tui] {checked.note}"])
+            await self.store.add_event(run.task_id, "note", {"note": checked.note})
+        return State.COMPLETED, checked.note, json.dumps(checked.value)
 
     async def _end_run(
         self,

@@ -122,6 +122,8 @@ class Engine(RunEnd, Questions, Subtasks):
         self.stream = EventStream(store)
         self.output = OutputBuffer(store, self.stream.publish, self._output_not_stored)
         self._disk_kills: set[asyncio.Task[None]] = set()
+        # Told the pid (= process group) of every agent process started (the daemon's guard).
+        self.on_spawn: Callable[[int], None] | None = None
         self.worktrees = Worktrees(store)
         self.hooks = HookRunner(store, self._tasks_get, defaults.hooks if defaults else None)
 
@@ -592,6 +594,8 @@ class Engine(RunEnd, Questions, Subtasks):
             self._took(new)
 
     def process_started(self, run: Run, proc: Child) -> None:
+        if self.on_spawn is not None:
+            self.on_spawn(proc.pid)
         # Stored for crash recovery while the agent gets on with its work: nothing waits for
         # it but the end of the run, which is stored after it.
         run.recorded = asyncio.ensure_future(

@@ -21,6 +21,9 @@ class AgentKind:
     mcp: bool = False  # the CLI can be given tui's MCP server (agent.mcp)
     configurable: bool = True  # may be the type of a config [agents.NAME] table
     version_args: tuple[str, ...] = ("--version",)  # `tui doctor`'s probe of the CLI
+    # agent.max_turns: the CLI's flag for it, or why the kind cannot take one.
+    max_turns_flag: str = ""
+    no_max_turns: str = "runs a command, not an agent that takes turns"
     # Its instructions are a script, not a prompt: what dependencies produced reaches it only
     # through environment variables and a JSON file, never as text spliced into the script.
     script: bool = False
@@ -53,6 +56,7 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @anthropic-ai/claude-code",
             models=True,
             mcp=True,
+            max_turns_flag="--max-turns",
             messages=True,
             resumes=True,
         ),
@@ -64,6 +68,8 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @google/gemini-cli",
             models=True,
             mcp=True,
+            # Only a settings-file key (model.maxSessionTurns), for every run of the user.
+            no_max_turns="has no command-line option for it (gemini --help)",
             resumes=True,
         ),
         AgentKind(
@@ -73,6 +79,7 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @openai/codex",
             models=True,
             mcp=True,
+            no_max_turns="has no turn limit (codex exec --help)",
             resumes=True,
         ),
         # Taskfile tasks come from the project's Taskfile, not from config agents.
@@ -86,3 +93,20 @@ AGENT_TYPES = tuple(KINDS)
 DEFAULT_TYPE = AGENT_TYPES[0]
 CONFIG_TYPES = tuple(k.name for k in KINDS.values() if k.configurable)
 BUILTIN_AGENTS = tuple(k.name for k in KINDS.values() if k.builtin)
+MAX_TURNS = 10_000  # more is a typo
+
+
+def check_max_turns(value: int, agent_type: str) -> int:
+    """``agent.max_turns`` for an agent of ``agent_type``; ValueError saying why not."""
+    if not value:
+        return value
+    kind = KINDS.get(agent_type)
+    if kind is not None and not kind.max_turns_flag:
+        takes = ", ".join(k.name for k in KINDS.values() if k.max_turns_flag)
+        raise ValueError(
+            f"agent.max_turns does not apply to {agent_type} tasks: {agent_type} "
+            f"{kind.no_max_turns}; only {takes} takes it"
+        )
+    if value > MAX_TURNS:
+        raise ValueError(f"agent.max_turns must be <= {MAX_TURNS}; got {value}")
+    return value

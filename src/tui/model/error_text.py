@@ -30,6 +30,7 @@ FIXES: dict[str, str] = {
     "agent.type": f"use one of {', '.join(AGENT_TYPES)}; leave it out for {DEFAULT_TYPE}",
     "agent.permission_mode": "use one of the listed modes, or leave it out for the default",
     "agent.max_budget_usd": "use a dollar amount >= 0, or 0 for no budget limit",
+    "agent.max_turns": "remove it, or make the task a claude task (agent.type: claude)",
     "agent.env": "remove it from env; export it in the shell that starts tui instead",
     "timeout": _DURATION_FIX,
     "retry.delay": 'write a Go duration such as "2s" or "500ms"',
@@ -50,7 +51,7 @@ FIXES: dict[str, str] = {
         f"hooks.{event}": "write the command as a list of words, e.g. [notify-send, done]"
         for event in ("on_start", "on_complete", "on_error", "on_skip", "on_progress")
     },
-    "priority": "use high, normal or low, or leave it out",
+    "priority": "use critical, high, normal or low, or leave it out",
     "depends_on": "list task ids or names of tasks in the same file",
     "tags": "write tags as a list of strings, e.g. [backend, urgent]",
     "variables": "write a list of {name, type, default, required}",
@@ -58,7 +59,13 @@ FIXES: dict[str, str] = {
     "vars": "write a mapping of variable name to value",
     "output_format": "write {type: json, schema: object} or {type: text}",
     "output_format.type": "use json or text",
-    "output_format.schema": "use object, array, string[], number or boolean (needs type: json)",
+    "output_format.schema": (
+        "use object, array, [], string[], number or boolean, or a JSON Schema mapping "
+        "(needs type: json)"
+    ),
+    "output_format.validate": "write the command as a list, e.g. [python3, check.py]",
+    "output_format.validate_timeout": 'write a Go duration such as "30s" (at most 1h)',
+    "output_format.on_parse_error": "use fail or keep (keep needs type: json)",
 }
 
 _CONTAINERS: dict[tuple[str, ...], type[BaseModel]] = {

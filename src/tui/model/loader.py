@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,12 +11,16 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from tui.model import subtasks
+from tui.model.classify import ClassifyRule, apply_rule
+from tui.model.classify import classify as pick
 from tui.model.dependencies import find_cycles, resolve_dependencies, resolve_worktree_from
 from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
 from tui.model.foreach import foreach_issues
 from tui.model.issues import Issue, TaskFileError
 from tui.model.limits import MAX_ID_CHARS, UnreadableInput, read_bounded
+from tui.model.suggest import did_you_mean
+from tui.model.system_parts import resolve_parts, takes_system
 from tui.model.task import RUNTIME_FIELDS, Task
 from tui.model.variables import Variable, fill, resolve, unknown_uses
 from tui.model.workflow import FileDefaults
@@ -34,22 +38,59 @@ class LoadResult:
     warnings: list[Issue]
 
 
+# What task files may take from config, read only when a task needs it; a source raises an
+# exception whose text says what is wrong with the config.
+PartSource = Callable[[], Mapping[str, str]]  # named system prompt parts ([contexts.NAME])
+RuleSource = Callable[[], list[ClassifyRule]]  # [settings] classify
+
+
+class _FromConfig:
+    def __init__(self, parts: PartSource | None, rules: RuleSource | None = None) -> None:
+        self._source = parts
+        self._parts: Mapping[str, str] | None = None
+        self.error = ""
+        self._rule_source = rules
+        self._rules: list[ClassifyRule] | None = None
+
+    def get(self) -> Mapping[str, str]:
+        if self._parts is None:
+            try:
+                self._parts = self._source() if self._source else {}
+            except Exception as e:  # the config's own error, reported with the task's field
+                self.error, self._parts = str(e) or type(e).__name__, {}
+        return self._parts
+
+    def rules(self) -> list[ClassifyRule]:
+        if self._rules is None:
+            # A broken config is `tui config validate`'s to report: no rules then.
+            try:
+                self._rules = self._rule_source() if self._rule_source else []
+            except Exception:
+                self._rules = []
+        return self._rules
+
+
 def load_task_files(
     paths: Sequence[str | Path],
     known_ids: Collection[str] = (),
     defaults: FileDefaults | None = None,
+    parts: PartSource | None = None,
+    classify: RuleSource | None = None,
 ) -> LoadResult:
     """Tasks from files and directories; raises ``TaskFileError`` listing every error.
 
     ``known_ids`` are ids already in the database, valid targets for depends_on.
     ``defaults`` (config.toml's on_error, on_max_retries, hooks) fill what neither a task
-    nor its file sets.
+    nor its file sets. ``parts`` gives the named system prompt parts a task's ``system:``
+    may use, ``classify`` the rules that choose the agent of a task that leaves
+    ``agent.type`` out (tui.model.classify).
     """
     if isinstance(paths, str | Path):  # a lone path, not a sequence of characters
         paths = [paths]
     issues: list[Issue] = []
     warnings: list[Issue] = []
     entries: list[TaskEntry] = []
+    named = _FromConfig(parts, classify)
     files = _expand(paths, issues)
     for path in files:
         try:
@@ -64,7 +105,7 @@ def load_task_files(
                 Issue(str(path), None, "", f"cannot read file: {reason}", "check its permissions")
             )
         else:
-            entries += _read_file(text, str(path), issues, warnings, defaults)
+            entries += _read_file(text, str(path), issues, warnings, defaults, named)
     return _finish(entries, known_ids, issues, warnings, [str(p) for p in files])
 
 
@@ -73,11 +114,14 @@ def load_task_text(
     filename: str,
     known_ids: Collection[str] = (),
     defaults: FileDefaults | None = None,
+    parts: PartSource | None = None,
+    classify: RuleSource | None = None,
 ) -> LoadResult:
     """Like ``load_task_files`` for text already in memory; ``filename`` labels the issues."""
     issues: list[Issue] = []
     warnings: list[Issue] = []
-    entries = _read_file(text, filename, issues, warnings, defaults)
+    named = _FromConfig(parts, classify)
+    entries = _read_file(text, filename, issues, warnings, defaults, named)
     return _finish(entries, known_ids, issues, warnings, [filename])
 
 
@@ -116,7 +160,9 @@ def _read_file(
     issues: list[Issue],
     warnings: list[Issue],
     defaults: FileDefaults | None = None,
+    named: _FromConfig | None = None,
 ) -> list[TaskEntry]:
+    named = named or _FromConfig(None)
     try:
         parsed = parse_yaml(text)
     except YamlSyntaxError as exc:
@@ -158,8 +204,10 @@ def _read_file(
         issues.append(Issue(filename, 1, "", message, _SHAPE_FIX))
         return []
     if "tasks" not in data:
-        return _read_tree(data, (), filename, lines, issues, warnings, defaults=defaults)
-    return _read_batch(data, filename, lines, issues, warnings, defaults)
+        return _read_tree(
+            data, (), filename, lines, issues, warnings, defaults=defaults, named=named
+        )
+    return _read_batch(data, filename, lines, issues, warnings, defaults, named)
 
 
 def _read_batch(
@@ -169,6 +217,7 @@ def _read_batch(
     issues: list[Issue],
     warnings: list[Issue],
     config: FileDefaults | None = None,
+    named: _FromConfig | None = None,
 ) -> list[TaskEntry]:
     shared = _file_variables(data, filename, lines, issues)
     defaults = file_defaults(data, filename, lines, issues).over(config)
@@ -198,7 +247,9 @@ def _read_batch(
         if isinstance(item, dict):
             if "worktree" in data and "worktree" not in item:  # the file's default
                 item = {**item, "worktree": data["worktree"]}
-            entries += _read_tree(item, path, filename, lines, issues, warnings, shared, defaults)
+            entries += _read_tree(
+                item, path, filename, lines, issues, warnings, shared, defaults, named=named
+            )
         else:
             issues.append(
                 Issue(
@@ -237,13 +288,14 @@ def _read_tree(
     shared: FileVariables = ([], {}),
     defaults: FileDefaults | None = None,
     depth: int = 0,
+    named: _FromConfig | None = None,
 ) -> list[TaskEntry]:
     """A task and, when it has ``subtasks:``, its children (tui.model.subtasks), flattened:
     the parent first, each child with its path in the file so errors name its line."""
     own, children = subtasks.split(raw)
     if children is not None and "agent" not in own:
         own["agent"] = {"type": "shell", "instructions": ":"}  # a group runs nothing
-    entry = _read_task(own, path, filename, lines, issues, warnings, shared, defaults)
+    entry = _read_task(own, path, filename, lines, issues, warnings, shared, defaults, named)
     if children is None:
         return [entry]
     problem = subtasks.shape_problem(children, "agent" in raw, depth)
@@ -265,7 +317,7 @@ def _read_tree(
         if entry.task is not None:
             data["parent_task_id"] = entry.task.id
         out += _read_tree(
-            data, where, filename, lines, issues, warnings, shared, defaults, depth + 1
+            data, where, filename, lines, issues, warnings, shared, defaults, depth + 1, named
         )
     return out
 
@@ -279,7 +331,9 @@ def _read_task(
     warnings: list[Issue],
     shared: FileVariables = ([], {}),
     defaults: FileDefaults | None = None,
+    named: _FromConfig | None = None,
 ) -> TaskEntry:
+    named = named or _FromConfig(None)
     entry = TaskEntry(filename, path, lines)
     if isinstance(raw.get("id"), str):
         entry.raw_id = raw["id"]
@@ -291,6 +345,9 @@ def _read_task(
         entry.raw_depends = deps
 
     data = _without_nulls(raw)
+    agent = data.get("agent")
+    if isinstance(agent, dict) and "type" not in agent and (rule := pick(data, named.rules())):
+        data = apply_rule(data, rule)
     for key in RUNTIME_FIELDS:
         if key in data:
             del data[key]
@@ -322,6 +379,7 @@ def _read_task(
     problems += _check_ids(entry, data)
     if entry.task is not None:
         problems += _apply_variables(entry, shared)
+        problems += _system_parts(entry, named)
         if defaults is not None:
             defaults.apply(entry.task)
     if problems:
@@ -391,6 +449,48 @@ def _apply_variables(entry: TaskEntry, shared: FileVariables) -> list[Issue]:
             fix = f"declare it under `variables:` (- name: {name}), or write it differently"
             problems.append(entry.issue(("agent", key), f"unknown variable {{{{{name}}}}}", fix))
         setattr(agent, key, fill(getattr(agent, key), values))
+    for index, part in enumerate(task.system):
+        for name in unknown_uses(part, declared):
+            fix = f"declare it under `variables:` (- name: {name}), or write it differently"
+            problems.append(entry.issue(("system", index), f"unknown variable {{{{{name}}}}}", fix))
+    task.system = [fill(part, values) for part in task.system]
+    # The task carries its file's variables too: its <current_task_context> shows them all.
+    own = {v.name for v in task.variables}
+    task.variables = [*(v for v in shared[0] if v.name not in own), *task.variables]
+    task.vars = {**shared[1], **task.vars}
+    return problems
+
+
+_PARTS_FIX = (
+    "define it in config.toml as [contexts.{name}] with prompt = or file =, or write the "
+    "text itself (more than one word)"
+)
+
+
+def _system_parts(entry: TaskEntry, parts: _FromConfig) -> list[Issue]:
+    """``system:`` only where there is a system prompt; its names replaced by their text."""
+    task = entry.task
+    assert task is not None
+    if not task.system:
+        return []
+    if not takes_system(task.agent.type):
+        message = f"system does not apply to {task.agent.type} tasks: they have no system prompt"
+        fix = "remove it, or give the task an agent CLI (agent.type: claude, gemini or codex)"
+        return [entry.issue(("system",), message, fix)]
+    original = list(task.system)
+    if not resolve_parts(original, {})[1]:
+        return []  # only text: the config is not read
+    found = parts.get()
+    task.system, unknown = resolve_parts(original, found)
+    if unknown and parts.error:
+        message = f"system part '{unknown[0]}' cannot be looked up: {parts.error}"
+        return [entry.issue(("system",), message, "fix the config file it names")]
+    problems = []
+    for index, item in enumerate(original):
+        if item in unknown:
+            guess = did_you_mean(item, list(found))
+            fix = f"did you mean `{guess[0]}`?" if guess else _PARTS_FIX.format(name=item)
+            problems.append(entry.issue(("system", index), f"unknown system part '{item}'", fix))
     return problems
 
 

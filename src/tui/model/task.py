@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_serializer, field_validator
 
-from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE
+from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE, check_max_turns
 from tui.model.choices import one_of, required_text
 from tui.model.duration import format_duration, parse_duration
 from tui.model.output_format import OutputFormat
@@ -29,18 +29,23 @@ from tui.model.workflow import (
 
 class Priority(StrEnum):
     NONE = ""
+    CRITICAL = "critical"  # above high: ahead of everything else in the queue
     HIGH = "high"
     NORMAL = "normal"
     LOW = "low"
 
     @property
     def rank(self) -> int:
-        """Sort key: high first, unset counts as normal, low last."""
+        """Sort key: critical first, then high; unset counts as normal, low last."""
         return priority_rank(self)
 
 
+# Stored in tasks.priority_rank: high/normal/low keep the ranks databases already hold.
+PRIORITY_RANKS = {Priority.CRITICAL: -1, Priority.HIGH: 0, Priority.LOW: 2}
+
+
 def priority_rank(priority: Priority | str) -> int:
-    return {Priority.HIGH: 0, Priority.LOW: 2}.get(Priority(priority), 1)
+    return PRIORITY_RANKS.get(Priority(priority), 1)
 
 
 class Backoff(StrEnum):
@@ -93,6 +98,9 @@ class AgentConfig(_Model):
     instructions: str = ""
     project_dir: str = ""
     max_budget_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    # Agentic turns per run (claude --max-turns); 0 = the CLI's own default. After `type`:
+    # its validator asks whether the agent kind can take it.
+    max_turns: int = Field(default=0, ge=0)
     permission_mode: PermissionMode = PermissionMode.NONE
     allowed_tools: list[str] = Field(default_factory=list)
     disallowed_tools: list[str] = Field(default_factory=list)
@@ -141,6 +149,11 @@ class AgentConfig(_Model):
     @classmethod
     def _check_type(cls, value: Any) -> Any:
         return one_of("agent.type", value, AGENT_TYPES, optional=True)
+
+    @field_validator("max_turns")
+    @classmethod
+    def _check_max_turns(cls, value: int, info: ValidationInfo) -> int:
+        return check_max_turns(value, str(info.data.get("type", DEFAULT_TYPE)))
 
     @field_validator("permission_mode", mode="before")
     @classmethod
@@ -268,6 +281,15 @@ class Task(_Model):
     @classmethod
     def _worktree_flag(cls, value: Any) -> Any:
         return _worktree_in(value)
+
+    # Parts of the agent's system prompt besides agent.system_prompt_append: text, or names
+    # of config [contexts.NAME] that the loader replaces by their text (model/system_parts.py).
+    system: list[str] = Field(default_factory=list)
+
+    @field_validator("system", mode="before")
+    @classmethod
+    def _one_part(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
 
     @field_validator("id")
     @classmethod

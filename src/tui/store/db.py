@@ -20,7 +20,7 @@ from tui.model.states import State
 from tui.model.task import Task
 from tui.store import engines, health, journal, output, questions, runs, tasks, worktrees
 from tui.store.chunks import ChunkRow, LineRow, group_rows
-from tui.store.engines import engine_sockets
+from tui.store.engines import engine_sockets, stored_settings
 from tui.store.errors import DatabaseFileError, DiskFullError, StoreError
 from tui.store.health import FileIdentity
 from tui.store.questions import WAITING_REASON, waiting_reason
@@ -45,6 +45,7 @@ __all__ = [
     "Store",
     "StoreError",
     "engine_sockets",
+    "stored_settings",
     "waiting_reason",
 ]
 
@@ -455,9 +456,22 @@ class Store:
         """Where the engine serves its clients (tui.daemon.server)."""
         await self._db.call(lambda t: engines.set_socket(t, engine_id, socket))
 
+    async def engine_settings(self) -> dict[str, Any]:
+        """The settings this database's engines were last told to run with (name → value)."""
+        return await self._db.call(engines.settings, write=False)
+
+    async def save_engine_settings(self, values: dict[str, Any]) -> None:
+        """Store ``values`` (replacing those of the same names) for the engines to come."""
+        now = time.time()
+        await self._db.call(lambda t: engines.save_settings(t, values, now))
+
 
 def _based(rec: TaskRecord | None, base: TaskRecord | None) -> TaskRecord | None:
-    """``rec`` with the spec ``base`` already parsed (specs never change once stored)."""
-    if rec is not None and base is not None and not isinstance(base.spec, str):
-        rec.spec = base.spec
+    """``rec`` with the spec ``base`` already parsed (specs never change once stored) while
+    the task is in play. A settled task keeps the stored JSON it was read with (parsed again
+    only if something reads it): a parsed spec is a few kB of models, and a daemon that has
+    run 30,000 tasks must hold what one that just loaded them does."""
+    if rec is None or base is None or isinstance(base.spec, str) or rec.settled:
+        return rec
+    rec.spec = base.spec
     return rec

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from tui.store.tx import Tx
 
@@ -47,3 +49,33 @@ def engine_sockets(path: Path) -> list[tuple[int, int | None, str]]:
             con.close()
     except sqlite3.Error:
         return []
+
+
+def settings(t: Tx) -> dict[str, Any]:
+    """The settings stored for this database's engines (name → value)."""
+    rows = t.all("SELECT name, value FROM engine_settings")
+    return {name: json.loads(value) for name, value in rows}
+
+
+def save_settings(t: Tx, values: dict[str, Any], now: float) -> None:
+    t.db.executemany(
+        "INSERT INTO engine_settings (name, value, set_at) VALUES (?,?,?)"
+        " ON CONFLICT(name) DO UPDATE SET value = excluded.value, set_at = excluded.set_at",
+        [(name, json.dumps(value), now) for name, value in values.items()],
+    )
+
+
+def stored_settings(path: Path) -> dict[str, Any]:
+    """``settings`` of the database at ``path``, read without creating or migrating anything
+    (none if it does not exist or predates the table)."""
+    if not path.exists():
+        return {}
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            rows = con.execute("SELECT name, value FROM engine_settings").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return {}
+    return {name: json.loads(value) for name, value in rows}

@@ -151,4 +151,13 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
     """,
+    # v6: the settings an engine of this database was told to run with (`tui daemon start
+    # --concurrency 8`...), so a daemon a viewer starts again comes back with them.
+    """
+    CREATE TABLE engine_settings (
+        name TEXT PRIMARY KEY,             -- concurrency, shell
+        value TEXT NOT NULL,               -- JSON
+        set_at REAL NOT NULL
+    );
+    """,
 ]

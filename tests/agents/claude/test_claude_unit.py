@@ -75,6 +75,7 @@ def test_argv_maps_every_agent_field_to_separate_items() -> None:
         disallowed_tools=["WebFetch"],
         system_prompt_append="Be brief; use 'quotes'",
         max_budget_usd=1.5,
+        max_turns=7,
         additional_args=["--mcp-config", "mcp.json"],
     )
     argv = build_argv("/x/claude", a, resume="sess-1")
@@ -93,6 +94,8 @@ def test_argv_maps_every_agent_field_to_separate_items() -> None:
         "Be brief; use 'quotes'",
         "--max-budget-usd",
         "1.5",
+        "--max-turns",
+        "7",
         "--resume",
         "sess-1",
         "--mcp-config",

@@ -33,7 +33,7 @@ CAPS = {
     "project": 16,
     "agent": 16,
     "node": 12,
-    "prio": 6,
+    "prio": 8,
     "time": 7,
     "try": 5,
     "cost": 8,

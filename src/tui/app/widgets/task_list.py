@@ -32,7 +32,9 @@ from tui.app.projects import project_of
 from tui.app.state_style import STATE_STYLES, STATE_WORDS, style_for
 from tui.app.widgets.task_columns import COLUMNS, PAD, SYMBOL_WIDTH, fit_columns, fit_text
 from tui.app.widgets.virtual_size import set_virtual_size
+from tui.model.output_format import KEPT
 from tui.model.states import ENDED, SATISFIED, State
+from tui.model.task import Priority, priority_rank
 from tui.model.tree import short_name, tree_order
 from tui.store.records import TaskRecord
 
@@ -44,10 +46,7 @@ SORTS: dict[str, Callable[[TaskRecord], Any]] = {
     "submitted": lambda r: r.submit_seq,
     "state": lambda r: (list(State).index(r.state), r.submit_seq),
     "name": lambda r: (r.name.lower(), r.submit_seq),
-    "priority": lambda r: (
-        {"high": 0, "": 1, "normal": 1, "low": 2}[r.spec_fields("priority")[0] or ""],
-        r.submit_seq,
-    ),
+    "priority": lambda r: (priority_rank(r.spec_fields("priority")[0] or ""), r.submit_seq),
 }
 
 
@@ -57,18 +56,20 @@ class FilterError(ValueError):
 
 @dataclass(frozen=True)
 class TaskFilter:
-    """`text state:failed tag:ci project:api` — every part must match; several states (or
-    projects): any of them."""
+    """`text state:failed tag:ci project:api priority:critical` — every part must match;
+    several states (or projects, or priorities): any of them."""
 
     words: tuple[str, ...] = ()
     states: frozenset[State] = frozenset()
     tags: tuple[str, ...] = ()
     query: str = ""
     projects: frozenset[str] = frozenset()
+    priorities: frozenset[str] = frozenset()  # "" stands for normal (unset)
 
     @staticmethod
     def parse(query: str) -> TaskFilter:
         words, states, tags, projects = [], set[State](), [], set[str]()
+        priorities = set[str]()
         for part in query.split():
             key, _, value = part.partition(":")
             if key in ("state", "s") and value:
@@ -81,6 +82,11 @@ class TaskFilter:
                 tags.append(value)
             elif key in ("project", "p") and value:
                 projects.add(value)
+            elif key in ("priority", "prio") and value:
+                named = [p.value for p in Priority if p.value]
+                if value.lower() not in named:
+                    raise FilterError(f"no priority {value!r}: use one of {', '.join(named)}")
+                priorities.add("" if value.lower() == "normal" else value.lower())
             else:
                 words.append(part.lower())
         return TaskFilter(
@@ -89,19 +95,22 @@ class TaskFilter:
             tuple(tags),
             " ".join(query.split()),
             frozenset(projects),
+            frozenset(priorities),
         )
 
     def __bool__(self) -> bool:
-        return bool(self.words or self.states or self.tags or self.projects)
+        return bool(self.words or self.states or self.tags or self.projects or self.priorities)
 
     def matches(self, r: TaskRecord) -> bool:
         if self.states and r.state not in self.states:
             return False
         if self.projects and project_of(r) not in self.projects:
             return False
-        if not self.tags and not self.words:
+        if not self.tags and not self.words and not self.priorities:
             return True  # no need to read the task's spec
-        tags, description = r.spec_fields("tags", "description")
+        tags, description, priority = r.spec_fields("tags", "description", "priority")
+        if self.priorities and (priority or "").replace("normal", "") not in self.priorities:
+            return False
         if self.tags and not all(t in (tags or ()) for t in self.tags):
             return False
         hay = f"{r.name} {r.id} {description or ''}".lower()
@@ -495,7 +504,8 @@ class TaskList(ScrollView, can_focus=True):
         st = style_for(r.state)
         task = r.task
         agent = task.agent.type + (f"/{task.agent.model}" if task.agent.model else "")
-        note = "" if r.state == State.COMPLETED else r.reason  # not "exit code 0" on every row
+        # Not "exit code 0" on every row; a result kept unparsed is worth a note, though.
+        note = "" if r.state == State.COMPLETED and not r.reason.endswith(KEPT) else r.reason
         if r.state == State.PENDING:
             waiting = [
                 self.records[d].name if d in self.records else d[:8]

@@ -1,0 +1,77 @@
+"""Which agent takes a task that does not say (`agent.type` left out): the first rule of
+config's ``[settings] classify`` whose conditions all hold — tags, a name pattern, a project
+directory pattern — chooses the agent type (and a model, unless the task names one).
+Without rules, or when none matches, the default agent type stays."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tui.model.agent_kinds import KINDS
+from tui.model.choices import one_of
+
+# A rule may send a task to an agent CLI or to the shell (a Taskfile task names its task).
+CLASSIFY_TYPES = tuple(name for name in KINDS if name != "taskfile")
+
+
+class ClassifyRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[str] = Field(default_factory=list)  # the task has any of them
+    name: str = ""  # a glob on the task's name: "docs-*"
+    project: str = ""  # a glob on agent.project_dir, ~ expanded: "~/src/web*"
+    agent: str  # the agent type chosen
+    model: str = ""  # the model, when the task names none
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _check_agent(cls, value: Any) -> Any:
+        return one_of("classify.agent", value, CLASSIFY_TYPES, optional=False)
+
+    @model_validator(mode="after")
+    def _has_a_condition(self) -> ClassifyRule:
+        if not (self.tags or self.name or self.project):
+            raise ValueError("a classify rule needs at least one of tags, name or project")
+        if self.model and not KINDS[self.agent].models:
+            raise ValueError(f"a {self.agent} task takes no model; remove model from the rule")
+        return self
+
+    def matches(self, task: dict[str, Any]) -> bool:
+        """Whether ``task`` (a task mapping as written) meets every condition given."""
+        tags = task.get("tags")
+        tags = [tags] if isinstance(tags, str) else tags if isinstance(tags, list) else []
+        if self.tags and not set(self.tags) & {t for t in tags if isinstance(t, str)}:
+            return False
+        name = task.get("name")
+        if self.name and not (isinstance(name, str) and fnmatch.fnmatchcase(name, self.name)):
+            return False
+        if self.project:
+            agent = task.get("agent")
+            project = agent.get("project_dir") if isinstance(agent, dict) else None
+            if not isinstance(project, str) or not project:
+                return False
+            path = os.path.expanduser(project).rstrip("/")
+            if not fnmatch.fnmatchcase(path, os.path.expanduser(self.project).rstrip("/")):
+                return False
+        return True
+
+
+def classify(task: dict[str, Any], rules: list[ClassifyRule]) -> ClassifyRule | None:
+    """The rule that chooses the agent of ``task`` (a mapping as written), if one does."""
+    agent = task.get("agent")
+    if not isinstance(agent, dict) or "type" in agent:
+        return None  # the task chose; classification is only for tasks that do not
+    return next((r for r in rules if r.matches(task)), None)
+
+
+def apply_rule(task: dict[str, Any], rule: ClassifyRule) -> dict[str, Any]:
+    """``task`` with the rule's agent type (and model, unless it names one)."""
+    agent = dict(task["agent"])
+    agent["type"] = rule.agent
+    if rule.model and not agent.get("model"):
+        agent["model"] = rule.model
+    return {**task, "agent": agent}
