@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 import traceback
 from collections import Counter
@@ -19,15 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hypothesis import HealthCheck, given, settings
-from tests.fuzz.grammars import (
-    CONFIG_FILES,
-    TASK_FILES,
-    XML_FILES,
-    check_config,
-    check_task_file,
-    check_xml,
-    config_dirs,
-)
+from tests.fuzz.grammars import CHECKS
 
 
 def soak(kind: str, cases: int, counts: Counter[str], failures: list[str]) -> None:
@@ -44,44 +35,25 @@ def soak(kind: str, cases: int, counts: Counter[str], failures: list[str]) -> No
         database=None,
         suppress_health_check=list(HealthCheck),
     )
-    if kind == "task-file":
+    generate, check = CHECKS[kind]
 
-        @options
-        @given(TASK_FILES)
-        def run(text: str) -> None:
-            record(lambda: check_task_file(text))
+    @options
+    @given(generate)
+    def run(text: str) -> None:
+        record(lambda: check(text))
 
-        run()
-    elif kind == "config":
-        with config_dirs() as (user, project):
-
-            @options
-            @given(CONFIG_FILES)
-            def run(toml: str) -> None:
-                record(lambda: check_config(user, project, toml))
-
-            run()
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp, "fuzz.xml")
-
-            @options
-            @given(XML_FILES)
-            def run(xml: str) -> None:
-                record(lambda: check_xml(path, xml))
-
-            run()
+    run()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=10_000, help="cases per kind of file")
-    parser.add_argument("--only", choices=["task-file", "config", "xml"])
+    parser.add_argument("--only", choices=list(CHECKS))
     args = parser.parse_args()
     counts: Counter[str] = Counter()
     failures: list[str] = []
     started = time.monotonic()
-    for kind in [args.only] if args.only else ["task-file", "config", "xml"]:
+    for kind in [args.only] if args.only else list(CHECKS):
         began = time.monotonic()
         soak(kind, args.cases, counts, failures)
         done = sum(v for k, v in counts.items() if k.startswith(kind))

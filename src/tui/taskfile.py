@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,7 @@ AGENT_DIR = ".agent"
 LIST_TIMEOUT = 30.0  # seconds; listing only parses the file, so this is generous
 MISSING_VARS_EXIT = 206  # go-task: a task's `requires: vars` are not all set
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VAR_REF = re.compile(r"\{\{-?\s*\.([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")  # {{.NAME}}
 NOT_FOUND = (
     "the go-task binary `task` was not found next to this Python or on PATH: "
     "reinstall tui (it depends on go-task-bin) or `pip install go-task-bin`"
@@ -71,6 +73,31 @@ class TaskfileTask:
     requires: tuple[str, ...] = ()  # `requires: vars` names
     line: int = 0  # where the task is defined in ``file``
     aliases: tuple[str, ...] = ()  # `aliases:`: go-task runs the task by these too
+    # Static `vars:` of the file and of the task, for the prompt; a name whose value is not
+    # plain text (`sh:`, a template) maps to None: unknown until go-task runs.
+    file_vars: tuple[tuple[str, str | None], ...] = ()
+    task_vars: tuple[tuple[str, str | None], ...] = ()
+
+    def prompt_text(
+        self,
+        prompt: str,
+        name: str = "",
+        args: Sequence[str] = (),
+        variables: Mapping[str, str] | None = None,
+    ) -> str:
+        """``prompt`` with its ``{{.VAR}}`` filled in as go-task shows it: the task's own
+        vars over the command line's over the file's, and TASK and CLI_ARGS. A variable
+        declared nowhere is empty, as in go-task; one known only when go-task runs stays."""
+        values: dict[str, str | None] = {"TASK": name or self.name, "CLI_ARGS": shlex.join(args)}
+        values.update(self.file_vars)
+        values.update(variables or {})
+        values.update(self.task_vars)
+
+        def fill(m: re.Match[str]) -> str:
+            value = values.get(m.group(1), "")
+            return m.group(0) if value is None else value
+
+        return _VAR_REF.sub(fill, prompt)
 
     @property
     def wildcard(self) -> bool:
@@ -182,6 +209,8 @@ def list_file(path: Path, *, all_tasks: bool = False) -> list[TaskfileTask]:
                 requires=_required(raw.get("requires")),
                 line=line,
                 aliases=tuple(str(a) for a in t.get("aliases") or () if a),
+                file_vars=_static_vars(details.file_vars(file)),
+                task_vars=_static_vars(raw.get("vars")),
             )
         )
     return out
@@ -209,26 +238,45 @@ class _Details:
     which read it, still refuses a prompt without `--yes`."""
 
     def __init__(self) -> None:
-        self._files: dict[str, dict[int, dict[str, Any]]] = {}
+        self._files: dict[str, tuple[dict[int, dict[str, Any]], Any]] = {}
 
     def task(self, file: str, line: int) -> dict[str, Any]:
+        return self._read(file)[0].get(line, {})
+
+    def file_vars(self, file: str) -> Any:
+        """The file's top-level `vars:` as written."""
+        return self._read(file)[1]
+
+    def _read(self, file: str) -> tuple[dict[int, dict[str, Any]], Any]:
         if file not in self._files:
             self._files[file] = _tasks_by_line(file)
-        return self._files[file].get(line, {})
+        return self._files[file]
 
 
-def _tasks_by_line(file: str) -> dict[int, dict[str, Any]]:
+def _static_vars(value: Any) -> tuple[tuple[str, str | None], ...]:
+    """`vars:` → (name, plain text value, or None for one go-task works out as it runs)."""
+    if not isinstance(value, dict):
+        return ()
+    out: list[tuple[str, str | None]] = []
+    for name, v in value.items():
+        plain = isinstance(v, str | int | float) and not isinstance(v, bool)
+        text = str(v) if plain else None
+        out.append((str(name), None if text is None or "{{" in text else text))
+    return tuple(out)
+
+
+def _tasks_by_line(file: str) -> tuple[dict[int, dict[str, Any]], Any]:
     try:
         text = Path(file).read_text(encoding="utf-8")
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
+        return {}, None
     if not isinstance(root, yaml.MappingNode) or not isinstance(data, dict):
-        return {}
+        return {}, None
     tasks = data.get("tasks")
     if not isinstance(tasks, dict):
-        return {}
+        return {}, data.get("vars")
     out: dict[int, dict[str, Any]] = {}
     for key, value in root.value:
         if getattr(key, "value", None) != "tasks" or not isinstance(value, yaml.MappingNode):
@@ -237,7 +285,7 @@ def _tasks_by_line(file: str) -> dict[int, dict[str, Any]]:
             body = tasks.get(task_key.value)
             if isinstance(body, dict):
                 out[task_key.start_mark.line + 1] = body
-    return out
+    return out, data.get("vars")
 
 
 def _texts(value: Any) -> tuple[str, ...]:
@@ -430,7 +478,7 @@ async def run_captured(
         raise TaskfileError(f"no .agent/Taskfile.yml in {project_dir}")
     entry = await asyncio.to_thread(find_task, path, name)
     variables = dict(variables or {})
-    for prompt in entry.prompts:
+    for prompt in (entry.prompt_text(p, name, args, variables) for p in entry.prompts):
         if confirm is None or not await confirm(entry, prompt):
             said = "nobody could be asked" if confirm is None else "the user did not say yes"
             message = f"not run: task {name} asks {prompt!r} and {said}"

@@ -658,3 +658,33 @@ async def test_time_is_this_attempts_and_a_finished_runs_duration(
         assert int(time_cell().rstrip("s")) < 3  # this attempt's time, not since the first
         await pilot.press("c", "y")
         await engine.wait_settled([t.id])
+
+
+async def test_opening_a_file_of_unfinished_tasks_again_asks_first(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As `tui open FILE` does: a second copy of tasks still running is submitted only on `y`.
+    (tmp_path / "jobs.yaml").write_text(
+        "tasks:\n  - name: waits\n    agent: {type: shell, instructions: echo up; sleep 300}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    async with make_app(engine).run_test(size=SIZE) as pilot:
+        app = pilot.app
+
+        async def open_file() -> None:
+            await pilot.press("o", *"jobs.yaml", "enter")
+
+        await open_file()
+        await until(pilot, lambda: len(app._list.records) == 1, "the file's task")
+        await open_file()
+        await until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
+        question = str(app.screen.query_one("Static").render())
+        assert "1 of these tasks are already in the database, unfinished: waits" in question
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, Confirm), "no")
+        await pilot.pause()
+        assert len(await engine.list_tasks()) == 1
+        await open_file()
+        await until(pilot, lambda: isinstance(app.screen, Confirm), "the question again")
+        await pilot.press("y")
+        await until(pilot, lambda: len(app._list.records) == 2, "the second copy, on yes")

@@ -358,3 +358,13 @@ async def test_registered_themes_apply_in_textual() -> None:
 def test_builtin_dir_points_at_repo_themes() -> None:
     assert themes_mod.builtin_theme_dir() == BUILTIN_THEME_DIR
     assert (BUILTIN_THEME_DIR / f"{DEFAULT_THEME}.toml").is_file()
+
+
+def test_a_theme_file_is_read_within_the_input_limits(tmp_path: Path) -> None:
+    # As every config file: deep nesting is a message naming the file, not a RecursionError.
+    path = write(tmp_path / "deep.toml", 'name = "deep"\nx = ' + "[" * 50_000 + "]" * 50_000)
+    with pytest.raises(ThemeError, match="nested") as err:
+        load_theme_file(path)
+    assert str(err.value).startswith(f"{path}: ")
+    load = discover_themes(builtin_dir=tmp_path / "none", user_dir=tmp_path)
+    assert load.names == [] and str(path) in load.errors[0]

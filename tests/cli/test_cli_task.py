@@ -164,13 +164,14 @@ def test_doctor_fails_on_a_missing_agent_binary(configured: Tui) -> None:
     assert "agent gone" in res.stdout and "codex CLI not found" in res.stdout
 
 
-def test_doctor_fails_on_a_warning(configured: Tui) -> None:
+def test_doctor_shows_a_warning_but_passes_on_it(configured: Tui) -> None:
     tui = configured
     with (tui.dir / ".tui" / "config.toml").open("a", encoding="utf-8") as f:
         f.write('\n[tasks.other]\nalias = "rv"\nprompt = "x"\nagent = "echo"\n')
     res = tui("doctor")
-    assert res.returncode == 1
+    assert res.returncode == 0, str(res)  # errors fail it, warnings are advice
     assert "warning" in res.stdout and "already used by task 'review'" in res.stdout
+    assert "healthy, with 1 warning(s) above" in res.stdout
 
 
 def test_doctor_reports_a_broken_config(configured: Tui) -> None:
@@ -194,7 +195,7 @@ def test_doctor_says_what_each_source_contributed_and_skipped(configured: Tui) -
     )
     write_real_constructs(tui.dir)
     res = tui("doctor")
-    assert res.returncode == 1  # a template was left out: a warning
+    assert res.returncode == 0, str(res)  # a template was left out: a warning, not an error
     lines = res.stdout.splitlines()
     assert any(f"{templates / 'two.xml'}: 1 templates; skipped 1" in ln for ln in lines), lines
     assert any("global/config.toml: 1 agents, 1 contexts, 1 templates" in ln for ln in lines)

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import pty
-import pwd
 import re
 import select
 import shutil
@@ -272,7 +271,7 @@ def test_port_in_use_and_bad_host_are_clear_errors(tmp_path: Path) -> None:
             assert "Traceback" not in res.stderr + res.stdout
 
 
-OTHER_USER = "tui-test-other"
+OTHER_USER = f"tui-test-{os.getpid()}"  # one per test run: concurrent runs keep their own
 # Run as the other user by a system Python (ours may live where only root can read): stdlib
 # only. Prints {"status": HTTP status, "screen": text of the app's first frames}.
 PEER_CLIENT = r"""
@@ -322,23 +321,23 @@ print(json.dumps({"status": status, "screen": screen.decode(errors="replace")}))
 
 
 @pytest.fixture(scope="session")
-def other_user() -> str:
-    """A second local account (created once; kept, as useradd makes it cheap to reuse)."""
+def other_user() -> Iterator[str]:
+    """A second local account for this run, removed after it: nothing stays on the machine."""
     if os.geteuid() != 0:
         pytest.skip("needs root to create a second local user (useradd) and act as it (runuser)")
     if not (
         shutil.which("useradd") and shutil.which("runuser") and Path("/usr/bin/python3").exists()
     ):
         pytest.skip("needs useradd, runuser and /usr/bin/python3 for the second local user")
+    subprocess.run(
+        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER],
+        check=True,
+        capture_output=True,
+    )
     try:
-        pwd.getpwnam(OTHER_USER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER],
-            check=True,
-            capture_output=True,
-        )
-    return OTHER_USER
+        yield OTHER_USER
+    finally:
+        subprocess.run(["userdel", OTHER_USER], check=True, capture_output=True)
 
 
 def as_other_user(user: str, port: int, path: str) -> dict[str, object]:

@@ -135,3 +135,16 @@ def test_notifications_env_beats_config_beats_guess(
     assert default_osc_mode(configured) == "osc777"
     monkeypatch.delenv("TUI_NOTIFY")
     assert default_osc_mode("auto") in ("osc9", "osc777")
+
+
+def test_agent_task_args_in_a_project_file_is_a_warning_naming_file_and_key(dirs: Dirs) -> None:
+    # Ignored there (a checked-out project must not grant its own agents arguments): said so.
+    dirs.write_global('[settings]\nagent_task_args = ["lint"]\n')
+    local = dirs.write_local('[settings]\nshell = "bash"\nagent_task_args = ["deploy"]\n')
+    config = load_config(dirs.project)
+    (warning,) = config.warnings
+    text = str(warning)
+    assert str(local) in text and "settings.agent_task_args" in text
+    assert str(dirs.global_dir / "config.toml") in text
+    dirs.write_local('[settings]\nshell = "bash"\n')
+    assert load_config(dirs.project).warnings == []

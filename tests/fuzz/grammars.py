@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -388,3 +388,26 @@ def check_xml(path: Path, xml: str) -> str:
     for name, table in found:
         assert isinstance(name, str) and isinstance(table, dict)
     return "valid"
+
+
+def check_config_text(toml: str) -> str:
+    """``check_config`` of one config.toml, in directories of its own."""
+    with config_dirs() as (user, project):
+        return check_config(user, project, toml)
+
+
+def check_xml_text(xml: str) -> str:
+    """``check_xml`` of one template file, and the same file as a config's template."""
+    with config_dirs() as (user, project):
+        first = check_xml(project / "fuzz.xml", xml)
+        assert check_config(user, project, "", xml) in ("valid", "error")
+        return first
+
+
+# Every kind of input file: its cases and its check ('valid' or 'error'; anything else raises).
+# The suite runs a few of each, the soak (bench/soak_inputs.py) many.
+CHECKS: dict[str, tuple[st.SearchStrategy[str], Callable[[str], str]]] = {
+    "task-file": (TASK_FILES, check_task_file),
+    "config": (CONFIG_FILES, check_config_text),
+    "xml": (XML_FILES, check_xml_text),
+}

@@ -3,19 +3,10 @@ each case is a clear error or valid tasks, never a traceback (bounded examples: 
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.fuzz.grammars import (
-    CONFIG_FILES,
-    TASK_FILES,
-    XML_FILES,
-    check_config,
-    check_task_file,
-    check_xml,
-    config_dirs,
-)
+from tests.fuzz.grammars import CHECKS
 
 FUZZ = settings(
     max_examples=200,
@@ -25,22 +16,13 @@ FUZZ = settings(
 )
 
 
-@FUZZ
-@given(text=TASK_FILES)
-def test_task_files_never_crash(text: str) -> None:
-    assert check_task_file(text) in ("valid", "error")
+@pytest.mark.parametrize("kind", list(CHECKS))
+def test_input_files_never_crash(kind: str) -> None:
+    cases, check = CHECKS[kind]
 
+    @FUZZ
+    @given(text=cases)
+    def one(text: str) -> None:
+        assert check(text) in ("valid", "error")
 
-@FUZZ
-@given(toml=CONFIG_FILES)
-def test_config_toml_never_crashes(toml: str) -> None:
-    with config_dirs() as (user, project):
-        assert check_config(user, project, toml) in ("valid", "error")
-
-
-@FUZZ
-@given(xml=XML_FILES)
-def test_xml_templates_never_crash(xml: str, tmp_path: Path) -> None:
-    assert check_xml(tmp_path / "fuzz.xml", xml) in ("valid", "error")
-    with config_dirs() as (user, project):
-        assert check_config(user, project, "", xml) in ("valid", "error")
+    one()

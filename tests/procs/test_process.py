@@ -352,3 +352,99 @@ async def test_closing_a_pipe_ends_the_read_waiting_on_it() -> None:
     finally:
         await terminate_group(proc.pid, grace=1.0, proc=proc)
         await _communicate(proc)
+
+
+class _HeldPopen(subprocess.Popen):  # type: ignore[type-arg]
+    """A Popen that starts only once ``go`` is set (real process, held start)."""
+
+    go = None  # threading.Event, set per test
+    started = None  # threading.Event: set once the real Popen returned
+    pids: list[int] = []  # what was started, per test
+    loop = None  # if set, the start asks this loop to let it go (it must be running)
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        assert self.go is not None and self.started is not None
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.go.set)
+        if not self.go.wait(10):
+            raise TimeoutError("the start was never let go")
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.pids.append(self.pid)
+        self.started.set()
+
+
+async def test_the_loop_runs_while_a_child_is_being_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With vfork the parent waits until the child's exec is through (milliseconds on a busy
+    # machine): that wait must not stop the engine's loop. The start here goes through only
+    # once the loop has run a callback it asked for: on the loop's thread it never would.
+    import threading
+
+    monkeypatch.setattr(_HeldPopen, "go", threading.Event())
+    monkeypatch.setattr(_HeldPopen, "started", threading.Event())
+    monkeypatch.setattr(_HeldPopen, "loop", asyncio.get_running_loop())
+    monkeypatch.setattr(subprocess, "Popen", _HeldPopen)
+    proc = await asyncio.wait_for(spawn(["true"], cwd=None, env=None), 15)
+    await asyncio.wait_for(_communicate(proc), 10)
+    assert proc.returncode == 0
+
+
+async def test_a_start_cancelled_midway_leaves_no_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The caller goes away while the child is being started: the child is killed and reaped,
+    # its pipes closed, never left running with nobody to end it.
+    import threading
+
+    monkeypatch.setattr(_HeldPopen, "go", threading.Event())
+    monkeypatch.setattr(_HeldPopen, "started", threading.Event())
+    monkeypatch.setattr(_HeldPopen, "pids", [])
+    monkeypatch.setattr(subprocess, "Popen", _HeldPopen)
+    task = asyncio.create_task(spawn(["sleep", "300"], cwd=None, env=None))
+    await asyncio.sleep(0)  # the start is under way (held)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    fds_before = len(os.listdir("/proc/self/fd"))
+    _HeldPopen.go.set()
+    assert await asyncio.to_thread(_HeldPopen.started.wait, 10)
+    (pid,) = _HeldPopen.pids
+    deadline = time.monotonic() + 10
+    while proc_start_time(pid) is not None:  # killed and reaped: gone from /proc
+        assert time.monotonic() < deadline, f"the child {pid} was left behind"
+        await asyncio.sleep(0.01)
+    # The parent's ends of its pipes are closed again.
+    assert len(os.listdir("/proc/self/fd")) <= fds_before
+
+
+async def test_a_start_whose_loop_is_gone_before_it_finishes_leaves_no_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `tui run` interrupted mid-start: the runner is cancelled and the event loop closed while
+    # the child is still being started on its thread. The child is still killed and reaped.
+    import threading
+
+    monkeypatch.setattr(_HeldPopen, "go", threading.Event())
+    monkeypatch.setattr(_HeldPopen, "started", threading.Event())
+    monkeypatch.setattr(_HeldPopen, "pids", [])
+    monkeypatch.setattr(subprocess, "Popen", _HeldPopen)
+
+    async def cancel_midway() -> None:
+        task = asyncio.create_task(spawn(["sleep", "300"], cwd=None, env=None))
+        await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    def own_loop() -> None:
+        asyncio.run(cancel_midway())  # returns, and closes its loop, before the start is done
+
+    await asyncio.to_thread(own_loop)
+    _HeldPopen.go.set()
+    assert await asyncio.to_thread(_HeldPopen.started.wait, 10)
+    (pid,) = _HeldPopen.pids
+    deadline = time.monotonic() + 10
+    while proc_start_time(pid) is not None:
+        assert time.monotonic() < deadline, f"the child {pid} was left behind"
+        await asyncio.sleep(0.01)

@@ -8,7 +8,7 @@ import pytest
 
 from tui.model.states import State
 from tui.model.task import Task
-from tui.store.db import Store, StoreError
+from tui.store.db import Store, StoreError, engine_sockets
 from tui.store.schema import MIGRATIONS
 
 
@@ -220,3 +220,17 @@ async def test_a_run_starts_through_the_checked_transition(store: Store) -> None
     assert (await store.transitions(t.id))[-1][2:4] == ("RUNNING", "attempt 1")
     assert await store.start_run(t.id, "engine") is None  # already RUNNING: once only
     assert [r.id for r in await store.runs(t.id)] == [began.run_id]
+
+
+async def test_engine_sockets_are_read_from_a_path_with_uri_characters(tmp_path: Path) -> None:
+    # A folder named with `?`, `#` and `%` is a name, not SQLite URI syntax: the viewer finds
+    # the engine serving that database instead of reading some other file (or none).
+    path = tmp_path / "a?mode=rwc#x%41" / "tui.db"
+    s = await Store.open(path)
+    try:
+        await s.register_engine("e1", os.getpid(), None)
+        await s.set_engine_socket("e1", "/run/tui/e1.sock")
+    finally:
+        await s.close()
+    assert engine_sockets(path) == [(os.getpid(), None, "/run/tui/e1.sock")]
+    assert not (tmp_path / "a").exists()

@@ -4,6 +4,7 @@ that fails changes nothing and takes nothing else down, and the journal follows 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 import pytest
 
@@ -73,15 +74,17 @@ async def test_a_run_ends_and_its_task_moves_in_one_transaction(store: Store) ->
     assert rec is not None and rec.state == State.COMPLETED
     (run,) = await store.runs(t.id)
     assert run.ended_at is not None and run.exit_code == 0
-    # The run's end comes first in the journal, the state right after it.
-    assert [(ev.kind, ev.to_state) for ev in seen[-2:]] == [
-        ("run_ended", None),
-        ("state", "COMPLETED"),
-    ]
-    assert seen[-1].id == seen[-2].id + 1
+    # One journal row says both: the task's new state, carrying how the run ended.
+    last = seen[-1]
+    assert (last.kind, last.from_state, last.to_state) == ("state", "RUNNING", "COMPLETED")
+    assert last.data["run_id"] == began.run_id
+    assert (last.data["outcome"], last.data["exit_code"]) == ("COMPLETED", 0)
+    assert [ev.kind for ev in seen if ev.kind == "run_ended"] == []
 
 
 async def test_a_refused_move_still_ends_the_run(store: Store) -> None:
+    seen: list[EventRecord] = []
+    store.on_event = seen.append
     t = _task("a")
     await store.insert_tasks([t], approved=True)
     assert await store.transition(t.id, State.PENDING, State.QUEUED)
@@ -95,3 +98,25 @@ async def test_a_refused_move_still_ends_the_run(store: Store) -> None:
     assert rec is not None and rec.state == State.CANCELLED
     (run,) = await store.runs(t.id)
     assert run.ended_at is not None
+    # No state change carries the run's end: it has a journal row of its own.
+    last = seen[-1]
+    assert (last.kind, last.reason, last.data["run_id"]) == ("run_ended", "COMPLETED", run.id)
+
+
+async def test_a_write_alone_in_its_transaction_that_fails_midway_changes_nothing(
+    store: Store,
+) -> None:
+    # A write with no other write beside it runs without a savepoint: its failure must take
+    # back what it wrote before failing, and leave no transaction open for the next call.
+    seen: list[EventRecord] = []
+    store.on_event = seen.append
+    a = _task("a")
+    twin = _task("twin").model_copy(update={"id": a.id})  # the second insert of the call fails
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        await store.insert_tasks([a, twin], approved=True)
+    assert await store.list_tasks() == []
+    assert seen == []
+    b = _task("b")
+    await store.insert_tasks([b], approved=True)
+    assert [r.name for r in await store.list_tasks()] == ["b"]
+    assert [ev.task_id for ev in seen] == [b.id]

@@ -180,3 +180,38 @@ async def test_a_prompt_is_a_question_and_only_yes_runs_it(
     else:
         assert rec.state == State.FAILED
         assert "was not answered yes" in (await store.runs(task_id))[-1].error
+
+
+TEMPLATED_PROMPT = """\
+version: '3'
+vars:
+  REGION: eu-1
+  HOST: {sh: hostname}
+tasks:
+  ship:
+    desc: Ship it
+    vars: {STAGE: blue}
+    prompt: >-
+      Ship {{.ENV}} {{.STAGE}} in {{ .REGION }} as {{.TASK}}
+      ({{.CLI_ARGS}}) {{.NOPE}}on {{.HOST}}?
+    cmds: ['echo shipped']
+"""
+
+
+async def test_a_prompt_shows_its_variables_filled_in_as_go_task_would(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # The question a person answers reads as go-task's own prompt would: task vars over the
+    # command line's over the file's; a var declared nowhere is empty; a `sh:` one stays.
+    write_taskfile(tmp_path, TEMPLATED_PROMPT)
+    task = taskfile_task(
+        tmp_path, "ship", vars={"ENV": "prod", "STAGE": "green", "REGION": "us-2"}, args=["a b"]
+    )
+    [task_id] = await engine.submit([task])
+    q = await question(engine, task_id)
+    text = q.payload["questions"][0]["question"]
+    assert text == "Taskfile task ship: Ship prod blue in us-2 as ship ('a b') on {{.HOST}}?"
+    await engine.answer(q.id, {"answers": {text: YES}})
+    await settled(engine, task_id)
+    rec = await engine.get(task_id)
+    assert rec is not None and rec.state == State.COMPLETED, rec

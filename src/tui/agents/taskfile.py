@@ -52,6 +52,7 @@ class TaskfileAdapter:
         except TaskfileError as e:
             raise AdapterError(str(e)) from None
         for prompt in entry.prompts:
+            prompt = entry.prompt_text(prompt, agent.task, agent.args, agent.vars)
             question = prompt_question(agent.task, prompt)
             if not said_yes(await ctx.ask("question", question), question):
                 error = f"task {agent.task} not run: {prompt!r} was not answered yes"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import tomllib
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -26,6 +25,7 @@ from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 from tui.config.paths import user_config_dir
+from tui.config.toml_source import TomlProblem, read_toml
 
 __all__ = [
     "BUILTIN_THEME_DIR",
@@ -158,17 +158,14 @@ def load_theme_file(path: str | os.PathLike[str]) -> Theme:
     def fail(problem: str) -> ThemeError:
         return ThemeError(f"{path}: {problem}", path)
 
+    # Read as every config file is: bounded in size and nesting, each failure a message.
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise fail(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
+        _, data = read_toml(path)
+    except FileNotFoundError as exc:
         raise fail(f"cannot read file: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        # The message already carries "(at line L, column C)".
-        raise fail(f"invalid TOML: {exc}") from None
+    except TomlProblem as exc:
+        # An invalid TOML message already carries "(at line L, column C)".
+        raise fail(f"{exc.message} ({exc.fix})") from None
 
     for key, value in data.items():
         if key not in _TOP_LEVEL:

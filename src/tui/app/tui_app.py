@@ -1,32 +1,28 @@
-"""The Textual app: task list, live output, DAG and questions over the engine's client API."""
+"""The Textual app: task list, live output, DAG and questions over the engine's client API.
+Here the screen and how it follows the engine; what each key does is in ``app_actions``."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from functools import partial
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding
-from textual.command import SimpleCommand
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widget import Widget
-from textual.widgets import Footer, Header, RichLog, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from tui.app import actions
+from tui.app.app_actions import AppActions
 from tui.app.engine_api import AppEngine
-from tui.app.help_screen import HelpScreen, pretty_key
+from tui.app.help_screen import pretty_key
 from tui.app.keymap import keymap_from
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
-from tui.app.prompts import Confirm, TextPrompt
 from tui.app.state_style import FAILED_GROUP, style_for
 from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
@@ -34,30 +30,19 @@ from tui.app.widgets.changes_view import ChangesView
 from tui.app.widgets.dag_view import DagNode, DagView
 from tui.app.widgets.log_view import PAUSED_LABEL, LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
-from tui.app.widgets.task_list import SORTS, FilterError, TaskFilter, TaskList
-from tui.config.load import ConfigError, load_config, load_settings
-from tui.config.system_parts import named_parts
+from tui.app.widgets.task_list import TaskList
+from tui.config.load import load_settings
 from tui.config.templates import (
-    TaskRequest,
     Template,
-    TemplateError,
     TemplateSource,
-    all_templates,
-    find,
-    template_sources,
 )
 from tui.daemon.remote import DaemonStopped
-from tui.engine import api
 from tui.engine.events import Event, Notice, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
 from tui.gc_tuning import tune_gc
-from tui.model.issues import Issue, TaskFileError
-from tui.model.loader import load_task_files
 from tui.model.states import UNSUCCESSFUL, State
 from tui.store.records import OutputLine, TaskRecord
 
-# States whose task has a process (or one waiting on a person) that `c` would kill.
-LIVE_STATES = frozenset({State.RUNNING, State.READY, State.BLOCKED})
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
 
 
@@ -91,7 +76,7 @@ def result_line(rec: TaskRecord) -> str:
     return f"result: {first}"
 
 
-class TuiApp(App[None]):
+class TuiApp(AppActions):
     TITLE = "tui"
     CSS = """
     #body { height: 1fr; }
@@ -470,369 +455,6 @@ class TuiApp(App[None]):
     @on(QuestionPanel.Rejected)
     async def _rejected(self, message: QuestionPanel.Rejected) -> None:
         await self._call(self.engine.reject(message.task_id, message.comment), message.question_id)
-
-    async def _call(self, coro: Any, question_id: str | None = None) -> bool:
-        try:
-            reply = await coro
-        except EngineError as e:
-            self.notify(str(e), severity="error", timeout=6)
-            if question_id is not None:
-                self._panel.reopen(question_id)
-            return False
-        if reply:
-            self.notify(str(reply), timeout=3)
-        self._questions_dirty = True
-        return True
-
-    # -- actions (one per entry in actions.COMMANDS) -----------------------------------------
-
-    def _selected_or_warn(self) -> str | None:
-        task_id = self._list.selected_id
-        if task_id is None:
-            self.notify("select a task first", severity="warning")
-        return task_id
-
-    async def action_approve_task(self) -> None:
-        if task_id := self._selected_or_warn():
-            await self._call(self.engine.approve(task_id))
-
-    def action_cancel_task(self) -> None:
-        task_id = self._selected_or_warn()
-        rec = self._list.records.get(task_id or "")
-        if task_id is None:
-            return
-        if not self._confirm_cancel or rec is None or rec.state not in LIVE_STATES:
-            self._cancel(task_id)
-            return
-        # A live process dies with its work: ask first ([settings] confirm_cancel = false skips).
-        self.push_screen(
-            Confirm(f"Cancel {rec.name}? Its running process is killed."),
-            lambda yes: self._cancel(task_id) if yes else None,
-        )
-
-    def _cancel(self, task_id: str) -> None:
-        self.run_worker(self._call(self.engine.cancel(task_id)), group="commands")
-
-    async def action_retry_task(self) -> None:
-        if task_id := self._selected_or_warn():
-            await self._call(self.engine.retry(task_id))
-
-    async def action_accept_task(self) -> None:
-        if task_id := self._selected_or_warn():
-            await self._call(self.engine.accept(task_id))
-
-    def action_reject_task(self) -> None:
-        if task_id := self._selected_or_warn():
-
-            async def reject(comment: str) -> None:
-                await self._call(self.engine.reject(task_id, comment))
-
-            self._ask_text("Reject: why? (the agent gets this comment)", reject)
-
-    def action_answer(self) -> None:
-        self._tabs.active = "questions-tab"
-        self._panel.focus()
-
-    def action_open_file(self) -> None:
-        self._ask_text(
-            "Open: a task file or folder to submit (Tab completes, Esc leaves)",
-            self._submit_file,
-            "sample_tasks/",
-            paths=True,
-        )
-
-    def action_run_template(self) -> None:
-        try:
-            config = load_config()
-        except ConfigError as e:
-            self._notify_issues(e.issues, "config.toml")
-            return
-        sources = template_sources(config)
-        try:
-            templates = all_templates(sources)
-        except TemplateError as e:  # e.g. a broken .agent/Taskfile.yml
-            self.notify(str(e), title="Templates", severity="error", timeout=10)
-            return
-        for warning in (w for s in sources for w in s.warnings):  # e.g. a broken Taskfile
-            self.notify(warning, title="Templates", severity="warning", timeout=10)
-        if not templates:
-            self.notify(
-                "no templates yet: add [tasks.NAME] to config.toml, or tasks to"
-                " .agent/Taskfile.yml",
-                severity="warning",
-            )
-            return
-        self.search_commands(
-            [
-                SimpleCommand(
-                    t.name + (f" ({t.alias})" if t.alias else ""),
-                    partial(self._template_picked, sources, t),
-                    t.description or f"from the {t.source} config",
-                )
-                for t in templates
-            ],
-            placeholder="Template to run…",
-        )
-
-    def _template_picked(self, sources: list[TemplateSource], template: Template) -> None:
-        self._template = find(sources, template.name)
-        self._ask_text(f"Instructions for {template.name} (may be empty)", self._run_template)
-
-    @work(group="commands")
-    async def _run_template(self, instructions: str) -> None:
-        # A worker: filling the template may run its command (up to command_timeout).
-        assert self._template is not None
-        source, template = self._template
-        try:
-            seen = len(source.warnings)
-            task = await source.make_task(template.name, TaskRequest(instructions))
-            for warning in source.warnings[seen:]:  # e.g. a context's file that is not there
-                self.notify(warning, title=template.name, severity="warning", timeout=10)
-            await self.engine.submit([task])
-        except TaskFileError as e:
-            self._notify_issues(e.issues, template.name)
-            return
-        except (TemplateError, EngineError) as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        self.notify(f"submitted {task.name}")
-        self._graph_dirty = True
-
-    def _notify_issues(self, issues: list[Issue], where: str) -> None:
-        text = "\n".join(str(i) for i in issues[:8])
-        self.notify(
-            text, title=f"{len(issues)} problem(s) in {where}", severity="error", timeout=15
-        )
-
-    def action_filter(self) -> None:
-        self._ask_text(
-            "Filter the tasks (empty clears)", self._apply_filter, "text state:failed tag:ci"
-        )
-
-    def _apply_filter(self, query: str) -> None:
-        try:
-            task_filter = TaskFilter.parse(query)
-        except FilterError as e:
-            self.notify(str(e), title="Filter", severity="error", timeout=8)
-            return
-        tasks = self._list
-        tasks.filter = task_filter
-        tasks.rebuild()
-
-    def action_search_log(self) -> None:
-        if self.focused is self._list:
-            self.action_filter()
-            return
-        self._tabs.active = "output-tab"
-        self._ask_text("Search the output", self._search_output)
-
-    def _search_output(self, term: str) -> None:
-        if term:
-            self._output.focus()
-            self._output.action_search(term)
-
-    def action_cycle_sort(self) -> None:
-        tasks = self._list
-        keys = list(SORTS)
-        tasks.sort_key = keys[(keys.index(tasks.sort_key) + 1) % len(keys)]
-        tasks.rebuild()
-        self.notify(f"sorted by {tasks.sort_key}", timeout=2)
-
-    def action_toggle_follow(self) -> None:
-        log = self._output
-        log.follow = not log.follow
-
-    def action_toggle_wrap(self) -> None:
-        log = self._output
-        log.wrap = not log.wrap
-
-    def action_zoom(self) -> None:
-        self.screen.toggle_class("zoomed")
-        if self.screen.has_class("zoomed"):
-            self._tabs.active = "output-tab"
-            self._output.focus()
-
-    def action_show_output(self) -> None:
-        self._tabs.active = "output-tab"
-        self._output.focus()
-
-    def action_show_dag(self) -> None:
-        self._tabs.active = "dag-tab"
-        self._dag.focus()
-
-    def action_show_questions(self) -> None:
-        self.action_answer()
-
-    # -- worktrees (the Changes tab) -------------------------------------------------------
-
-    async def _worktree_of(self, task_id: str) -> api.WorktreeReply:
-        return await self._send(api.GetWorktree(task_id=task_id, diff=True, color=False))
-
-    async def _send(self, message: api.Message[Any]) -> Any:
-        if isinstance(self.engine, Engine):
-            return await self.engine.handle(message)
-        return await self.engine.send(message)
-
-    def action_show_changes(self) -> None:
-        self._tabs.active = "changes-tab"
-        self._changes.query_one("#changes-diff").focus()
-
-    async def action_merge_task(self) -> None:
-        if task_id := self._selected_or_warn():
-            await self._call(self._done(api.Merge(task_id=task_id)))
-            await self._changes.show(self._selected)
-
-    def action_discard_task(self) -> None:
-        task_id = self._selected_or_warn()
-        rec = self._list.records.get(task_id or "")
-        if task_id is None or rec is None:
-            return
-
-        async def discard() -> None:
-            await self._call(self._done(api.Discard(task_id=task_id)))
-            await self._changes.show(self._selected)
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.run_worker(discard(), group="commands")
-
-        self.push_screen(
-            Confirm(f"Discard {rec.name}'s work? Its worktree and branch are deleted."), answered
-        )
-
-    def action_message_task(self) -> None:
-        task_id = self._selected_or_warn()
-        rec = self._list.records.get(task_id or "")
-        if task_id is None or rec is None:
-            return
-        running = rec.state in (State.RUNNING, State.READY)
-        verb = "Message" if running else "Continue"
-
-        async def send(text: str) -> None:
-            if not text:
-                return
-            message: api.Message[Any] = (
-                api.Send(task_id=task_id, text=text)
-                if running
-                else api.Continue(task_id=task_id, text=text)
-            )
-            await self._call(self._done(message))
-
-        self._ask_text(f"{verb} {rec.name}: what to tell the agent (Esc leaves)", send)
-
-    async def _done(self, message: api.Message[Any]) -> str:
-        return str((await self._send(message)).text)
-
-    async def action_copy_worktree_path(self) -> None:
-        task_id = self._selected_or_warn()
-        if task_id is None:
-            return
-        try:
-            reply = await self._send(api.GetWorktree(task_id=task_id))
-        except EngineError as e:
-            self.notify(str(e), severity="warning", timeout=6)
-            return
-        self.copy_to_clipboard(reply.path)  # OSC 52: reaches the local clipboard over SSH too
-        self.notify(f"copied {reply.path}", timeout=4)
-
-    def action_focus_left(self) -> None:
-        self._list.focus()
-
-    def action_focus_right(self) -> None:
-        active = self._tabs.active
-        panes: dict[str, type[Widget]] = {
-            "output-tab": LogView,
-            "dag-tab": DagView,
-            "changes-tab": RichLog,
-        }
-        target = panes.get(active)
-        if target is not None:
-            self.query_one(target).focus()
-        else:
-            self._panel.focus()
-
-    def action_pick_theme(self) -> None:
-        self.search_themes()
-
-    async def action_quit(self) -> None:
-        unfinished = sum(not r.settled for r in self._list.records.values())
-        if unfinished and getattr(self.engine, "detached", False):
-            # Say so on the way out: nothing stops, and it is not obvious that nothing does.
-            what = "task goes" if unfinished == 1 else "tasks go"
-            self.exit(
-                message=f"tui: {unfinished} unfinished {what} on in the daemon; `tui` shows"
-                " them again, `tui daemon stop` stops them"
-            )
-            return
-        self.exit()
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.active_bindings_for_help()))
-
-    def active_bindings_for_help(self) -> list[tuple[str, str, str, str]]:
-        """(keys, title, help, id) for every command, with the user's remapped keys."""
-        keymap = self._keymap
-        return [(keymap.get(c.id, c.key), c.title, c.help, c.id) for c in actions.COMMANDS]
-
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        for key, title, text, command_id in self.active_bindings_for_help():
-            action = getattr(self, f"action_{command_id}")
-            yield SystemCommand(f"{title}  ({pretty_key(key)})", text, action)
-        # Textual's own Theme, Quit and Keys entries would sit beside ours: keep its others.
-        ours = {"Theme", "Quit", "Keys"}
-        yield from (c for c in super().get_system_commands(screen) if c.title not in ours)
-
-    # -- prompts (filter, search, open, reject comment): modal, so they keep the keyboard --
-
-    def _ask_text(
-        self,
-        title: str,
-        then: Callable[[str], object],  # may return an awaitable
-        placeholder: str = "",
-        *,
-        paths: bool = False,
-    ) -> None:
-        """Ask for one line of text; ``then`` gets it (stripped) unless the user pressed Esc."""
-
-        async def answer(value: str) -> None:
-            result = then(value)
-            if inspect.isawaitable(result):
-                await result
-
-        def done(value: str | None) -> None:
-            # Once the prompt is gone: a toast raised on it would vanish with it.
-            if value is not None:
-                self.call_after_refresh(answer, value)
-
-        self.push_screen(TextPrompt(title, placeholder, paths=paths), done)
-
-    def key_escape(self) -> None:
-        if self.screen.has_class("zoomed"):
-            self.screen.remove_class("zoomed")
-
-    async def _submit_file(self, path: str) -> None:
-        if not path:
-            return
-        try:
-            known = {r.id for r in await self.engine.list_tasks()}
-            settings = load_settings()[0]
-            defaults = settings.workflow_defaults()  # config.toml's on_error, hooks
-            result = load_task_files(
-                [Path(path).expanduser()],
-                known_ids=known,
-                defaults=defaults,
-                parts=named_parts,
-                classify=lambda: list(settings.classify),
-            )
-            await self.engine.submit(result.tasks)
-        except TaskFileError as e:
-            self._notify_issues(e.issues, path)
-            return
-        except EngineError as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        self.notify(f"submitted {len(result.tasks)} task(s) from {path}")
-        self._graph_dirty = True
 
 
 # Re-exported so tests and the CLI need one import.

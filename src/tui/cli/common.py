@@ -14,21 +14,21 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tui.model.task import Task, default_worktree
-from tui.store.db import Store
-from tui.store.paths import default_db_path
-from tui.store.records import EventRecord
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the store and models are imported by the commands that use them
     from tui.config.schema import Settings
     from tui.engine.runner import Executor
     from tui.engine.settings import EngineSettings
     from tui.model.classify import ClassifyRule
+    from tui.model.task import Task
     from tui.model.workflow import FileDefaults
+    from tui.store.db import Store
+    from tui.store.records import EventRecord
 
 
 def db_path(db: str | None) -> Path:
     """The database a command works on: --db, $TUI_DB, the config's, the default."""
+    from tui.store.paths import default_db_path
+
     return default_db_path(db, lambda: _settings().database)
 
 
@@ -36,6 +36,8 @@ def db_path(db: str | None) -> Path:
 async def open_store(db: str | None, *, create: bool = True) -> AsyncIterator[Store]:
     """Read-only commands pass ``create=False``: a missing database is an error, not a new
     empty file (which would hide where the real one is)."""
+    from tui.store.db import Store
+
     store = await Store.open(db_path(db), create=create)
     try:
         yield store
@@ -52,6 +54,8 @@ def _settings() -> Settings:
 
 def with_worktree_setting(tasks: list[Task]) -> list[Task]:
     """Loaded tasks with the config's ``worktree`` setting applied."""
+    from tui.model.task import default_worktree
+
     return default_worktree(tasks, _settings().worktree)
 
 

@@ -1,5 +1,6 @@
-"""`tui doctor`: is everything tui needs in order? Exit 0 when healthy, 1 on any error or
-warning. Each check reports (level, subject, text) lines; more checks join ``CHECKS``."""
+"""`tui doctor`: is everything tui needs in order? Exit 0 when nothing is wrong (warnings are
+printed but do not fail it: a script checking a setup should not break on advice), 1 on any
+error. Each check reports (level, subject, text) lines; more checks join ``CHECKS``."""
 
 from __future__ import annotations
 
@@ -28,9 +29,8 @@ class Report:
     def add(self, level: Level, subject: str, text: str) -> None:
         self.lines.append((level, subject, text))
 
-    @property
-    def healthy(self) -> bool:
-        return all(level == "ok" for level, _, _ in self.lines)
+    def count(self, level: Level) -> int:
+        return sum(lv == level for lv, _, _ in self.lines)
 
 
 @dataclass
@@ -64,8 +64,14 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
         await check(setup, report)
     for level, subject, text in report.lines:
         print(f"{level:<8}{subject:<14}{text}")
-    print("healthy" if report.healthy else "problems found: fix the lines above")
-    return 0 if report.healthy else 1
+    errors, warnings = report.count("error"), report.count("warning")
+    if errors:
+        print("problems found: fix the error lines above")
+    elif warnings:
+        print(f"healthy, with {warnings} warning(s) above")
+    else:
+        print("healthy")
+    return 1 if errors else 0
 
 
 async def check_config(setup: Setup, report: Report) -> None:

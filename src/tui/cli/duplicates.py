@@ -4,19 +4,13 @@ run twice; a name the new copy makes ambiguous is reported with the ids to use i
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 
 from tui.cli.common import err
+from tui.engine.copies import ambiguous_names, copies_text, unfinished_copies
 from tui.model.task import Task
 from tui.store.db import Store
-from tui.store.records import TaskRecord
-
-
-def _same_spec(task: Task) -> str:
-    # Ids (and the ids dependencies point at) are fresh for every load of a file.
-    return json.dumps(task.model_dump(mode="json", exclude={"id", "depends_on"}), sort_keys=True)
 
 
 async def go_ahead(store: Store, tasks: Sequence[Task], *, force: bool) -> bool:
@@ -25,17 +19,9 @@ async def go_ahead(store: Store, tasks: Sequence[Task], *, force: bool) -> bool:
     if not tasks:
         return True
     records = await store.list_tasks()
-    unfinished: dict[str, TaskRecord] = {}
-    for r in records:
-        if not r.settled:
-            unfinished.setdefault(_same_spec(r.task), r)
-    copies = [(t, unfinished[k]) for t in tasks if (k := _same_spec(t)) in unfinished]
+    copies = unfinished_copies(records, tasks)
     if copies and not force:
-        shown = ", ".join(f"{t.name} ({r.id[:8]}, {r.state.value})" for t, r in copies[:5])
-        more = f" and {len(copies) - 5} more" if len(copies) > 5 else ""
-        what = (
-            f"{len(copies)} of these tasks are already in the database, unfinished: {shown}{more}"
-        )
+        what = copies_text(copies)
         if not (sys.stdin.isatty() and sys.stderr.isatty()):
             err(f"{what}; nothing submitted — pass --force to submit another copy")
             return False
@@ -47,11 +33,6 @@ async def go_ahead(store: Store, tasks: Sequence[Task], *, force: bool) -> bool:
         if answer.strip().lower() not in ("y", "yes"):
             err("nothing submitted")
             return False
-    by_name: dict[str, list[str]] = {}
-    for r in records:
-        by_name.setdefault(r.name, []).append(r.id)
-    for t in tasks:
-        if t.name in by_name:
-            ids = ", ".join(i[:8] for i in by_name[t.name])
-            err(f"note: {t.name!r} now names several tasks: use an id ({ids}, new {t.id[:8]})")
+    for note in ambiguous_names(records, tasks):
+        err(f"note: {note}")
     return True

@@ -9,19 +9,22 @@ import json
 import os
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.cli.common import err, open_store
-from tui.daemon.asking import ask_person
-from tui.daemon.lifecycle import connected
-from tui.engine.asking import answer_values, question_payload
-from tui.engine.scheduler import EngineError
-from tui.model.duration import parse_duration
-from tui.store.db import Store, StoreError
-from tui.store.records import QuestionRecord
+from tui.engine.errors import EngineError
+from tui.store.errors import StoreError
+
+if TYPE_CHECKING:  # the engine and the daemon client: imported by the commands that use them
+    from tui.store.db import Store
+    from tui.store.records import QuestionRecord
 
 
 async def cmd_ask(args: argparse.Namespace) -> int:
+    from tui.daemon.asking import ask_person
+    from tui.engine.asking import answer_values, question_payload
+    from tui.model.duration import parse_duration
+
     task_id, run_id, db = (os.environ.get(k) for k in ("TUI_TASK_ID", "TUI_RUN_ID", "TUI_DB"))
     if not (task_id and run_id and db):
         err(
@@ -161,6 +164,8 @@ def _label(item: dict[str, Any], value: str) -> str:
 
 
 async def cmd_answer(args: argparse.Namespace) -> int:
+    from tui.daemon.lifecycle import connected
+
     async with open_store(args.db) as store:
         q = await _find_question(store, args.question)
         async with connected(store) as client:
@@ -169,6 +174,8 @@ async def cmd_answer(args: argparse.Namespace) -> int:
 
 
 async def cmd_review(args: argparse.Namespace) -> int:
+    from tui.daemon.lifecycle import connected
+
     async with open_store(args.db) as store:
         task_id = await store.resolve(args.task)
         async with connected(store) as client:

@@ -9,9 +9,12 @@ import sys
 from collections.abc import Sequence
 
 from tui import __version__
-from tui.engine.scheduler import EngineError
+
+# Only what the error boundary needs, and light: each command imports what it runs (`tui
+# run` never loads the app, `tui --version` not even the engine).
+from tui.engine.errors import EngineError
 from tui.model.issues import TaskFileError
-from tui.store.db import StoreError
+from tui.store.errors import StoreError
 
 _CONCURRENCY = "tasks at once (default: the database's stored value, [settings] concurrency, 4)"
 _SHELL = "shell for shell tasks (default: the database's stored one, [settings] shell, bash)"
@@ -141,27 +144,33 @@ def _fast_child_watcher() -> None:
             asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
 
 
-async def _dispatch(args: argparse.Namespace) -> int:
-    from tui.cli import control, daemon_cmd, human, inspect, open_app, run, web
+# command -> (module of tui.cli, its handler): a command imports only its own module.
+_HANDLERS = {
+    "open": ("open_app", "cmd_open"),
+    "run": ("run", "cmd_run"),
+    "validate": ("run", "cmd_validate"),
+    "ls": ("inspect", "cmd_ls"),
+    "logs": ("inspect", "cmd_logs"),
+    "cancel": ("control", "cmd_control"),
+    "retry": ("control", "cmd_control"),
+    "approve": ("control", "cmd_control"),
+    "ask": ("human", "cmd_ask"),
+    "questions": ("human", "cmd_questions"),
+    "answer": ("human", "cmd_answer"),
+    "accept": ("human", "cmd_review"),
+    "reject": ("human", "cmd_review"),
+    "daemon": ("daemon_cmd", "cmd_daemon"),
+    "web": ("web", "cmd_web"),
+}
 
-    handlers = {
-        "open": open_app.cmd_open,
-        "run": run.cmd_run,
-        "validate": run.cmd_validate,
-        "ls": inspect.cmd_ls,
-        "logs": inspect.cmd_logs,
-        "cancel": control.cmd_control,
-        "retry": control.cmd_control,
-        "approve": control.cmd_control,
-        "ask": human.cmd_ask,
-        "questions": human.cmd_questions,
-        "answer": human.cmd_answer,
-        "accept": human.cmd_review,
-        "reject": human.cmd_review,
-        "daemon": daemon_cmd.cmd_daemon,
-        "web": web.cmd_web,
-    }
-    handler = getattr(args, "handler", None) or handlers[args.command]
+
+async def _dispatch(args: argparse.Namespace) -> int:
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        import importlib
+
+        module, name = _HANDLERS[args.command]
+        handler = getattr(importlib.import_module(f"tui.cli.{module}"), name)
     return await handler(args)
 
 

@@ -7,8 +7,6 @@ import argparse
 from typing import Any
 
 from tui.cli.common import open_store
-from tui.daemon.lifecycle import connected
-from tui.engine import api
 
 
 def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
@@ -29,6 +27,9 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
 
 
 async def cmd_talk(args: argparse.Namespace) -> int:
+    from tui.daemon.lifecycle import connected
+    from tui.engine import api
+
     message = api.Send if args.command == "send" else api.Continue
     async with open_store(args.db) as store:
         task_id = await store.resolve(args.task)

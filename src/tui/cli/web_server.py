@@ -58,7 +58,8 @@ class AppTab(AppService):
     async def close(self) -> None:
         """Ask the app to quit; whatever is left of its group after QUIT_GRACE is killed."""
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.stop(), QUIT_GRACE)
+            async with asyncio.timeout(QUIT_GRACE):
+                await self.stop()
         proc = self._process
         if proc is not None:
             await terminate_group(proc.pid, grace=QUIT_GRACE, proc=proc)

@@ -8,8 +8,6 @@ import sys
 from typing import Any
 
 from tui.cli.common import open_store
-from tui.daemon.lifecycle import connected
-from tui.engine import api
 
 _ID = "id, unique id prefix, or task name"
 
@@ -51,6 +49,9 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
 
 
 async def _send(args: argparse.Namespace, make: Any) -> Any:
+    from tui.daemon.lifecycle import connected
+    from tui.engine import api  # noqa: F401
+
     async with open_store(args.db) as store:
         task_id = await store.resolve(args.task)
         async with connected(store) as client:
@@ -58,6 +59,9 @@ async def _send(args: argparse.Namespace, make: Any) -> Any:
 
 
 async def cmd_diff(args: argparse.Namespace) -> int:
+    from tui.daemon.lifecycle import connected  # noqa: F401 - on use, not at every start
+    from tui.engine import api
+
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     reply = await _send(args, lambda i: api.GetWorktree(task_id=i, diff=True, color=color))
     if args.stat:
@@ -70,11 +74,17 @@ async def cmd_diff(args: argparse.Namespace) -> int:
 
 
 async def cmd_merge(args: argparse.Namespace) -> int:
+    from tui.daemon.lifecycle import connected  # noqa: F401 - on use, not at every start
+    from tui.engine import api
+
     print((await _send(args, lambda i: api.Merge(task_id=i))).text)
     return 0
 
 
 async def cmd_discard(args: argparse.Namespace) -> int:
+    from tui.daemon.lifecycle import connected
+    from tui.engine import api
+
     async with open_store(args.db) as store:
         task_id = await store.resolve(args.task)
         async with connected(store) as client:
@@ -96,6 +106,9 @@ def _confirmed(what: str) -> bool:
 
 
 async def cmd_worktree(args: argparse.Namespace) -> int:
+    from tui.daemon.lifecycle import connected  # noqa: F401 - on use, not at every start
+    from tui.engine import api
+
     wt = await _send(args, lambda i: api.GetWorktree(task_id=i))
     if wt.status in ("merged", "discarded"):
         print(f"tui: the task's worktree was {wt.status} (it was {wt.path})", file=sys.stderr)
@@ -105,6 +118,9 @@ async def cmd_worktree(args: argparse.Namespace) -> int:
 
 
 async def cmd_gc(args: argparse.Namespace) -> int:
+    from tui.daemon.lifecycle import connected
+    from tui.engine import api
+
     async with open_store(args.db) as store, connected(store) as client:
         print((await client.send(api.CollectWorktrees())).text)
     return 0

@@ -278,6 +278,19 @@ def load_config(project_dir: Path | None = None) -> Config:
                     "warning",
                 )
             )
+        if origin.scope == "local" and "agent_task_args" in _table(data.get("settings")):
+            # What agents may run is the user's to grant, never a checked-out project's.
+            config.warnings.append(
+                origin.issue(
+                    "settings",
+                    "",
+                    "agent_task_args",
+                    "ignored here: only your own config.toml lets agents pass arguments"
+                    " to Taskfile tasks",
+                    f"move it to [settings] in {global_config_path()}",
+                    "warning",
+                )
+            )
         for section, model in SECTION_MODELS.items():
             raw = data.get(section, {})
             if not isinstance(raw, dict):
@@ -299,6 +312,10 @@ def load_config(project_dir: Path | None = None) -> Config:
     if issues:
         raise ConfigError(issues, config.warnings)
     return config
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _add_xml_templates(config: Config, issues: list[Issue]) -> None:

@@ -237,15 +237,21 @@ class RemoteEngine(Client):
             await writer.drain()
         except ConnectionError as e:
             self._pending.pop(rid, None)
+            if self._writer is writer:  # dead: a query's next attempt attaches again (the
+                self._writer = None  # reader may not have seen the end of the connection yet)
+                writer.close()
             raise DaemonUnavailable(f"lost the tui daemon for {self.paths.db}") from e
         try:
-            async with asyncio.timeout(_timeout(message)):  # not wait_for: see _open
-                reply = await asyncio.shield(fut)
+            # A cancel (the app quitting) always ends the request, even one whose reply came in
+            # the same loop turn: see ``_open``.
+            async with asyncio.timeout(_timeout(message)):
+                reply = await fut
         except TimeoutError:
-            self._pending.pop(rid, None)
             op = message.op  # type: ignore[attr-defined]
             done = "" if not isinstance(message, api.COMMANDS) else " (it may have been done)"
             raise _hung(self.paths, f"did not answer `{op}`{done}", self.pid) from None
+        finally:
+            self._pending.pop(rid, None)
         if not reply["ok"]:
             raise EngineError(reply["error"])
         return reply["result"]

@@ -89,7 +89,8 @@ class DaemonServer:
                 w.write(bye)
         for w in list(self._conns):
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(w.drain(), 1.0)
+                async with asyncio.timeout(1.0):
+                    await w.drain()
             w.close()
         for job in list(self._jobs):
             job.cancel()

@@ -11,6 +11,7 @@ ever parsed out of reply text (task ids are a list, whatever characters they hol
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
 from pydantic import (
@@ -79,8 +80,10 @@ Lines = Annotated[
 # -- replies -----------------------------------------------------------------------------------
 
 
+# defer_build: a model's validator is built on its first use, not at import. A `tui run` no
+# client talks to never needs most of them (building them all took ~20 ms of every start).
 class Reply(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Done(Reply):
@@ -119,6 +122,8 @@ class LinesReply(Reply):
 
 
 class RunningTask(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     name: str
 
@@ -146,7 +151,7 @@ class Message(BaseModel, Generic[R]):
     """A request to the engine; ``reply`` is the class of its answer. Every concrete message
     (one with an ``op``) is on the wire by being defined: see ``Request``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     reply: ClassVar[type[Reply]]
 
 
@@ -170,22 +175,24 @@ class Submit(Command[Submitted]):
     approved: StrictBool | None = None
 
 
-class Approve(Command[Done]):
+class TaskCommand(Command[Done]):
+    """A command on one task, carried out by one engine call whose text is the reply (see
+    ``handlers.task_command``)."""
+
     reply = Done
+    task_id: str
+
+
+class Approve(TaskCommand):
     op: Literal["approve"] = "approve"
-    task_id: str
 
 
-class Cancel(Command[Done]):
-    reply = Done
+class Cancel(TaskCommand):
     op: Literal["cancel"] = "cancel"
-    task_id: str
 
 
-class Retry(Command[Done]):
-    reply = Done
+class Retry(TaskCommand):
     op: Literal["retry"] = "retry"
-    task_id: str
 
 
 class Answer(Command[Done]):
@@ -205,16 +212,12 @@ class Expire(Command[Done]):
     question_id: str
 
 
-class Accept(Command[Done]):
-    reply = Done
+class Accept(TaskCommand):
     op: Literal["accept"] = "accept"
-    task_id: str
 
 
-class Reject(Command[Done]):
-    reply = Done
+class Reject(TaskCommand):
     op: Literal["reject"] = "reject"
-    task_id: str
     comment: str = ""
 
 
@@ -372,9 +375,12 @@ COMMANDS: tuple[type[Message[Any]], ...] = tuple(m for m in MESSAGES if issubcla
 # The wire's one union, derived from the classes above: a new message is a new class.
 Request = Annotated[Union[tuple(MESSAGES)], Field(discriminator="op")]  # type: ignore[valid-type]  # noqa: UP007
 
-_requests: TypeAdapter[Message[Any]] = TypeAdapter(Request)  # type: ignore[arg-type]
+
+@functools.cache
+def _requests() -> TypeAdapter[Message[Any]]:
+    return TypeAdapter(Request)  # type: ignore[arg-type]
 
 
 def parse_request(data: Any) -> Message[Any]:
     """A request from its JSON form; pydantic's ValidationError says what is wrong."""
-    return _requests.validate_python(data)
+    return _requests().validate_python(data)

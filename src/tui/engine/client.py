@@ -46,25 +46,29 @@ class Client:
         return (await self.send(api.Submit(tasks=tasks, approved=approved))).ids
 
     async def approve(self, task_id: str) -> str:
-        return (await self.send(api.Approve(task_id=task_id))).text
+        return await self._done(api.Approve(task_id=task_id))
 
     async def cancel(self, task_id: str) -> str:
-        return (await self.send(api.Cancel(task_id=task_id))).text
+        return await self._done(api.Cancel(task_id=task_id))
 
     async def retry(self, task_id: str) -> str:
-        return (await self.send(api.Retry(task_id=task_id))).text
+        return await self._done(api.Retry(task_id=task_id))
 
     async def answer(self, question_id: str, answer: dict[str, Any]) -> str:
-        return (await self.send(api.Answer(question_id=question_id, answer=answer))).text
+        return await self._done(api.Answer(question_id=question_id, answer=answer))
 
     async def expire(self, question_id: str) -> str:
-        return (await self.send(api.Expire(question_id=question_id))).text
+        return await self._done(api.Expire(question_id=question_id))
 
     async def accept(self, task_id: str) -> str:
-        return (await self.send(api.Accept(task_id=task_id))).text
+        return await self._done(api.Accept(task_id=task_id))
 
     async def reject(self, task_id: str, comment: str) -> str:
-        return (await self.send(api.Reject(task_id=task_id, comment=comment))).text
+        return await self._done(api.Reject(task_id=task_id, comment=comment))
+
+    async def _done(self, command: api.Message[api.Done]) -> str:
+        """A command's reply: what was done, for a person."""
+        return (await self.send(command)).text
 
     async def ask(self, task_id: str, run_id: int, kind: str, payload: dict[str, Any]) -> str:
         msg = api.Ask(task_id=task_id, run_id=run_id, kind=kind, payload=payload)

@@ -100,7 +100,9 @@ class OutputBatch:
         return out
 
 
-# Journal kinds: submitted, state, run_ended, question, answered.
+# Journal kinds: submitted, state, run_ended, question, answered. A run's end is in the data of
+# the state it moved its task to (run_id, outcome, exit_code, ...); run_ended only when it moved
+# none (see tui.store.db.Store.end_run).
 Event = EventRecord | OutputBatch
 
 

@@ -45,19 +45,19 @@ async def _submit(e: Engine, m: api.Submit) -> api.Submitted:
     return api.Submitted(ids=await e.submit(m.tasks, m.approved))
 
 
-@handles(api.Approve)
-async def _approve(e: Engine, m: api.Approve) -> api.Done:
-    return api.Done(text=await e.approve(m.task_id))
+def task_command(cls: type[api.TaskCommand], act: Callable[[Engine, str], Awaitable[str]]) -> None:
+    """A task-id command is one call of the engine, whose text is the reply."""
+
+    async def handler(e: Engine, m: api.TaskCommand) -> api.Done:
+        return api.Done(text=await act(e, m.task_id))
+
+    HANDLERS[cls] = handler
 
 
-@handles(api.Cancel)
-async def _cancel(e: Engine, m: api.Cancel) -> api.Done:
-    return api.Done(text=await e.cancel(m.task_id))
-
-
-@handles(api.Retry)
-async def _retry(e: Engine, m: api.Retry) -> api.Done:
-    return api.Done(text=await e.retry(m.task_id))
+task_command(api.Approve, lambda e, task_id: e.approve(task_id))
+task_command(api.Cancel, lambda e, task_id: e.cancel(task_id))
+task_command(api.Retry, lambda e, task_id: e.retry(task_id))
+task_command(api.Accept, lambda e, task_id: e.accept(task_id))
 
 
 @handles(api.Answer)
@@ -68,11 +68,6 @@ async def _answer(e: Engine, m: api.Answer) -> api.Done:
 @handles(api.Expire)
 async def _expire(e: Engine, m: api.Expire) -> api.Done:
     return api.Done(text=await e.expire(m.question_id))
-
-
-@handles(api.Accept)
-async def _accept(e: Engine, m: api.Accept) -> api.Done:
-    return api.Done(text=await e.accept(m.task_id))
 
 
 @handles(api.Reject)
@@ -88,7 +83,8 @@ async def _ask(e: Engine, m: api.Ask) -> api.Asked:
     waiter = e._waiters.get(question_id)
     if waiter is not None:
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), m.timeout or None)
+            async with asyncio.timeout(m.timeout or None):  # not wait_for: see daemon.remote
+                await asyncio.shield(waiter)
         except TimeoutError:
             await _expire_quietly(e, question_id)
         except asyncio.CancelledError:

@@ -177,7 +177,8 @@ class HookRunner:
         timed_out = {"ok": False, "error": f"timed out after {timeout:g}s"}
         try:
             # A margin past `timeout`'s own bound: it acts first and ends the whole group.
-            _, _, err, code = await asyncio.wait_for(work, timeout + self.kill_grace + 1)
+            async with asyncio.timeout(timeout + self.kill_grace + 1):  # not wait_for (ruff)
+                _, _, err, code = await work
         except TimeoutError:
             return timed_out
         if self._timeout_bin is not None and code in (TIMEOUT_EXIT, -signal.SIGKILL, 137):

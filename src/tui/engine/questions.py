@@ -153,7 +153,7 @@ class Questions:
         """Store an open question and put the task in READY; returns the question id."""
         rec = self._get(task_id)
         question_id = uuid.uuid4().hex
-        new = await self.store.raise_question_record(
+        new = await self.store.raise_question(
             question_id,
             task_id,
             run.run_id if run else None,

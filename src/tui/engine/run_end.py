@@ -226,7 +226,7 @@ class RunEnd:
     ) -> TaskRecord | None:
         while True:
             try:
-                return await self.store.end_run_record(
+                return await self.store.end_run(
                     run.run_id,
                     outcome="interrupted" if interrupted else outcome.value,
                     exit_code=result.exit_code,

@@ -406,8 +406,8 @@ class Engine(RunEnd, Questions, Subtasks):
         **updates: Any,
     ) -> TaskRecord | None:
         """Compare-and-set ``task_id`` to ``to``; the updated record, or None if refused."""
-        new = await self.store.move(
-            Move(task_id, expected, to, reason, updates), self._tasks.get(task_id)
+        new = await self.store.transition(
+            task_id, expected, to, reason, base=self._tasks.get(task_id), **updates
         )
         if new is not None:
             self._took(new)

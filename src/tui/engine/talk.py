@@ -38,7 +38,8 @@ async def send_message(engine: Engine, task_id: str, text: str) -> str:
     delivered: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
     run.inbox.put_nowait((text, delivered))
     try:
-        ok = await asyncio.wait_for(asyncio.shield(delivered), DELIVERY_TIMEOUT)
+        async with asyncio.timeout(DELIVERY_TIMEOUT):  # not wait_for (ruff)
+            ok = await asyncio.shield(delivered)
     except TimeoutError:
         ok = False
     if not ok:

@@ -12,6 +12,7 @@ reparented grandchildren, so they may linger as zombies forever while being harm
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import signal
@@ -252,19 +253,36 @@ class Child:
             self.stdin.close()
 
 
-async def spawn(
+# Popen runs on these threads, not on the event loop: with vfork the parent waits until the
+# child has exec'd (0.2-2 ms, longer on a busy machine) and Python releases the GIL for that
+# wait, so the loop goes on with other tasks meanwhile. Two threads: one child's exec never
+# holds up the next start.
+_SPAWN_THREADS = 2
+_spawner: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _spawn_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _spawner
+    if _spawner is None:
+        _spawner = concurrent.futures.ThreadPoolExecutor(_SPAWN_THREADS, "tui-spawn")
+    return _spawner
+
+
+class _Started(NamedTuple):
+    popen: subprocess.Popen[bytes]
+    out_r: int
+    err_r: int
+    in_w: int  # -1 without a stdin pipe
+
+
+def _start(
     argv: Sequence[str],
-    *,
     cwd: str | None,
     env: Mapping[str, str] | None,
-    stdin: int = subprocess.DEVNULL,
-    executable: str | None = None,
-) -> Child:
-    """Start ``argv`` (never via a shell) as leader of a new session and process group
-    (setsid: its pgid is its pid), stdout and stderr piped; ``stdin`` is DEVNULL or PIPE.
-    ``executable`` is the file to run when it is not ``argv[0]`` looked up on PATH."""
-    if isinstance(argv, str | bytes) or not argv:
-        raise ValueError("argv must be a non-empty sequence of arguments, not a string")
+    stdin: int,
+    executable: str | None,
+) -> _Started:
+    """Pipes and Popen, on a spawn thread: everything a start needs that may block."""
     # Our own pipes, handed to Popen as bare fds: it then makes no file objects for them.
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -291,9 +309,47 @@ async def spawn(
         for fd in (out_w, err_w, in_r):  # the child has its own copies now
             if fd >= 0:
                 os.close(fd)
+    return _Started(popen, out_r, err_r, in_w)
+
+
+def _abandon(fut: concurrent.futures.Future[_Started]) -> None:
+    """The caller of ``spawn`` was cancelled while its child was being started: the child
+    must not outlive that (nobody would wait for it or end its group). Called where the start
+    finishes (the spawn thread), so it happens even if the event loop is gone by then."""
+    if fut.cancelled() or fut.exception() is not None:
+        return
+    started = fut.result()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(started.popen.pid, signal.SIGKILL)
+    for fd in (started.out_r, started.err_r, started.in_w):
+        if fd >= 0:
+            os.close(fd)
+    started.popen.wait()  # reaped at once: it was SIGKILLed
+
+
+async def spawn(
+    argv: Sequence[str],
+    *,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    stdin: int = subprocess.DEVNULL,
+    executable: str | None = None,
+) -> Child:
+    """Start ``argv`` (never via a shell) as leader of a new session and process group
+    (setsid: its pgid is its pid), stdout and stderr piped; ``stdin`` is DEVNULL or PIPE.
+    ``executable`` is the file to run when it is not ``argv[0]`` looked up on PATH."""
+    if isinstance(argv, str | bytes) or not argv:
+        raise ValueError("argv must be a non-empty sequence of arguments, not a string")
+    loop = asyncio.get_running_loop()
+    started = _spawn_pool().submit(_start, argv, cwd, env, stdin, executable)
+    try:
+        got: _Started = await asyncio.shield(asyncio.wrap_future(started))
+    except asyncio.CancelledError:
+        started.add_done_callback(_abandon)
+        raise
+    popen, out_r, err_r, in_w = got
     writer = None
     if in_w >= 0:
-        loop = asyncio.get_running_loop()
         pipe = open(in_w, "wb", 0)  # noqa: SIM115 - the transport owns and closes it
         transport, protocol = await loop.connect_write_pipe(
             lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), pipe

@@ -133,32 +133,35 @@ class Store:
         expected: State | Collection[State],
         to: State,
         reason: str = "",
+        *,
+        base: TaskRecord | None = None,
         **updates: Any,
     ) -> TaskRecord | None:
         """Compare-and-set: move ``task_id`` to ``to`` only if it is now in ``expected``.
 
         Returns the updated task, or None (and changes nothing) when another writer got there
         first or the state table forbids the move. ``updates`` sets other task columns in the
-        same transaction.
+        same transaction. ``base``, the caller's record of the task, lends the result its
+        parsed spec (a spec never changes after submission); so it does in the methods below.
         """
         now = time.time()
         move = Move(task_id, expected, to, reason, updates)
-        return await self._db.call(lambda t: tasks.transition(t, move, now))
-
-    async def move(self, move: Move, base: TaskRecord | None = None) -> TaskRecord | None:
-        """``transition`` of a ``Move``. ``base``, the caller's record of the task, lends the
-        result its parsed spec (a spec never changes after submission)."""
-        now = time.time()
-        return await self._db.call(lambda t: _based(tasks.transition(t, move, now), base))
+        deps = _deps(base, task_id)
+        return await self._db.call(
+            lambda t: _based(tasks.transition(t, move, now, deps=deps), base)
+        )
 
     async def move_many(
         self, moves: Sequence[tuple[Move, TaskRecord | None]]
     ) -> list[TaskRecord | None]:
-        """Several ``move``s in one transaction, in order (a cascade of any length is one
+        """Several ``transition``s in one transaction, in order (a cascade of any length is one
         round trip). Each is checked on its own; one refused does not stop the others."""
         now = time.time()
         return await self._db.call(
-            lambda t: [_based(tasks.transition(t, m, now), base) for m, base in moves]
+            lambda t: [
+                _based(tasks.transition(t, m, now, deps=_deps(base, m.task_id)), base)
+                for m, base in moves
+            ]
         )
 
     async def update_task_record(
@@ -213,7 +216,8 @@ class Store:
         """``begin_run``, and in the same transaction what the new attempt may need to know:
         the task's earlier runs and every question asked about it."""
         now = time.time()
-        began = await self._db.call(lambda t: runs.start(t, task_id, engine_id, now))
+        deps = _deps(base, task_id)
+        began = await self._db.call(lambda t: runs.start(t, task_id, engine_id, now, deps))
         if began is not None:
             _based(began.task, base)
         return began
@@ -246,13 +250,15 @@ class Store:
         session_id: str = "",
         then: Move | None = None,
         result: str | None = None,
+        base: TaskRecord | None = None,
     ) -> TaskRecord | None:
         """Close a run and add its cost and tokens to the task's totals; with ``then``, also
-        make that transition in the same transaction (one round trip where two were), and
-        with ``result`` (JSON) store the task's result in it too: a crash never keeps a run's
-        end without its result. Returns the task ``then`` moved (None without one, or if it
-        did not happen)."""
+        make that transition in the same transaction (one round trip where two were), its
+        journal row carrying the run's end (else a ``run_ended`` row does); with ``result``
+        (JSON) store the task's result in it too: a crash never keeps a run's end without its
+        result. Returns the task ``then`` moved (None without one, or if it did not happen)."""
         now = time.time()
+        then_deps = _deps(base, then.task_id) if then is not None else None
         fields = {
             "outcome": outcome,
             "exit_code": exit_code,
@@ -264,18 +270,21 @@ class Store:
         }
 
         def tx(t: Any) -> TaskRecord | None:
-            runs.end(t, run_id, fields, now)
+            # One journal row for both: the task's next state carries the run's end in its
+            # data ({"run_id", "outcome", "exit_code", ...}); a run_ended row of its own only
+            # when there is no such move or it did not happen.
+            ended = runs.end(t, run_id, fields, now, journal=then is None)
             if result is not None:
                 runs.set_task_result(t, run_id, result)
-            return tasks.transition(t, then, now) if then is not None else None
+            if then is None:
+                return None
+            data = None if ended is None else {k: v for k, v in ended.items() if k != "task_id"}
+            moved = tasks.transition(t, then, now, data=data, deps=then_deps)
+            if moved is None and ended is not None:
+                runs.journal_end(t, ended, now)
+            return _based(moved, base)
 
         return await self._db.call(tx)
-
-    async def end_run_record(
-        self, run_id: int, *, base: TaskRecord | None = None, **fields: Any
-    ) -> TaskRecord | None:
-        """``end_run``, with ``base`` lending the moved task its parsed spec."""
-        return _based(await self.end_run(run_id, **fields), base)
 
     async def runs(self, task_id: str | None = None, *, open_only: bool = False) -> list[RunRecord]:
         return await self._db.call(lambda t: runs.select(t, task_id, open_only), write=False)
@@ -365,32 +374,17 @@ class Store:
         payload: dict[str, Any],
         *,
         expected: Collection[State],
+        base: TaskRecord | None = None,
     ) -> TaskRecord | None:
         """Store an open question and put the task in READY (the checked transition), in one
         transaction. A task already READY stays READY. Returns the task, or None (refused)."""
         now = time.time()
         return await self._db.call(
-            lambda t: questions.raise_(
-                t, question_id, task_id, run_id, kind, payload, expected, now
+            lambda t: _based(
+                questions.raise_(t, question_id, task_id, run_id, kind, payload, expected, now),
+                base,
             )
         )
-
-    async def raise_question_record(
-        self,
-        question_id: str,
-        task_id: str,
-        run_id: int | None,
-        kind: str,
-        payload: dict[str, Any],
-        *,
-        expected: Collection[State],
-        base: TaskRecord | None = None,
-    ) -> TaskRecord | None:
-        """``raise_question``, with ``base`` lending the task its parsed spec."""
-        raised = await self.raise_question(
-            question_id, task_id, run_id, kind, payload, expected=expected
-        )
-        return _based(raised, base)
 
     async def add_message(
         self,
@@ -464,6 +458,11 @@ class Store:
         """Store ``values`` (replacing those of the same names) for the engines to come."""
         now = time.time()
         await self._db.call(lambda t: engines.save_settings(t, values, now))
+
+
+def _deps(base: TaskRecord | None, task_id: str) -> list[str] | None:
+    """The dependencies of ``task_id`` as ``base`` holds them (they never change once stored)."""
+    return base.depends_on if base is not None and base.id == task_id else None
 
 
 def _based(rec: TaskRecord | None, base: TaskRecord | None) -> TaskRecord | None:

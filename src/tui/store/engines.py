@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from tui.store.tx import Tx
+from tui.store.tx import Tx, sqlite_uri
 
 
 def register(t: Tx, engine_id: str, pid: int, proc_start: int | None, now: float) -> None:
@@ -39,7 +39,7 @@ def engine_sockets(path: Path) -> list[tuple[int, int | None, str]]:
     if not path.exists():
         return []
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        con = sqlite3.connect(sqlite_uri(path, "ro"), uri=True, timeout=5)
         try:
             return con.execute(
                 "SELECT pid, proc_start, socket FROM engines"

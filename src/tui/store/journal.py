@@ -5,7 +5,6 @@ State changes are the ``transitions`` view over it (kind ``state``)."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from tui.model.states import State
@@ -18,7 +17,7 @@ COLS = "id, task_id, kind, from_state, to_state, reason, data, at"
 
 
 def insert(
-    db: sqlite3.Connection,
+    tx: Tx,
     task_id: str,
     kind: str,
     frm: State | None,
@@ -26,14 +25,17 @@ def insert(
     reason: str,
     data: dict[str, Any] | None,
     at: float,
-) -> EventRecord:
+) -> None:
+    """Append a journal row (``Tx.event``); listeners get it once the transaction commits."""
     f, t = (frm.value if frm else None), (to.value if to else None)
-    cur = db.execute(
+    cur = tx.db.execute(
         "INSERT INTO events (task_id, kind, from_state, to_state, reason, data, at)"
         " VALUES (?,?,?,?,?,?,?)",
         (task_id, kind, f, t, reason, json.dumps(data) if data else None, at),
     )
-    return EventRecord(int(cur.lastrowid or 0), task_id, kind, f, t, reason, data or {}, at)
+    tx.events.append(
+        EventRecord(int(cur.lastrowid or 0), task_id, kind, f, t, reason, data or {}, at)
+    )
 
 
 def read(t: Tx, after_id: int, limit: int) -> list[EventRecord]:

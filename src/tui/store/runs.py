@@ -16,10 +16,13 @@ COLS = (
 )
 
 
-def start(t: Tx, task_id: str, engine_id: str, now: float) -> RunStart | None:
+def start(
+    t: Tx, task_id: str, engine_id: str, now: float, deps: list[str] | None = None
+) -> RunStart | None:
     """QUEUED → RUNNING (the checked transition) plus a new run row, and what the new attempt
-    may need to know: the task's earlier runs and every question asked about it."""
-    row = t.one("SELECT attempts FROM tasks WHERE id = ?", (task_id,))
+    may need to know: the task's earlier runs and every question asked about it. ``deps`` as
+    for :func:`tasks.transition`."""
+    row = t.one("SELECT attempts, state FROM tasks WHERE id = ?", (task_id,))
     if not row:
         return None
     attempt = row[0] + 1
@@ -28,7 +31,7 @@ def start(t: Tx, task_id: str, engine_id: str, now: float) -> RunStart | None:
     move = tasks.Move(
         task_id, State.QUEUED, State.RUNNING, "", {"attempts": attempt, "retry_at": None}
     )
-    moved = tasks.change_state(t, move, now)
+    moved = tasks.change_state(t, move, now, deps, row[1])
     if moved is None:
         return None
     cur = t.db.execute(
@@ -39,8 +42,15 @@ def start(t: Tx, task_id: str, engine_id: str, now: float) -> RunStart | None:
     # The journal row names the run, known only now.
     data = {"run_id": run_id, "attempt": attempt}
     t.event(task_id, "state", moved[1], State.RUNNING, f"attempt {attempt}", data, now)
-    runs = t.all(
-        f"SELECT {COLS} FROM runs WHERE task_id = ? AND id != ? ORDER BY id", (task_id, run_id)
+    # ``attempts`` counts every run row ever written for the task (here, and only here): a
+    # first attempt has no earlier runs to read.
+    runs = (
+        t.all(
+            f"SELECT {COLS} FROM runs WHERE task_id = ? AND id != ? ORDER BY id",
+            (task_id, run_id),
+        )
+        if attempt > 1
+        else []
     )
     rec = moved[0]  # read before this run's row existed: give it this run's start
     rec.run_started_at, rec.run_ended_at = now, None
@@ -81,11 +91,15 @@ def set_task_result(t: Tx, run_id: int, result: str) -> None:
     )
 
 
-def end(t: Tx, run_id: int, fields: dict[str, Any], now: float) -> None:
-    """Close a run (once) and add its cost and tokens to the task's totals."""
+def end(
+    t: Tx, run_id: int, fields: dict[str, Any], now: float, *, journal: bool = True
+) -> dict[str, Any] | None:
+    """Close a run (once) and add its cost and tokens to the task's totals. Returns what the
+    journal says of it (None if it was already closed); ``journal=False`` leaves writing that
+    to the caller (:func:`journal_end`, or the data of the task's next state)."""
     row = t.one("SELECT task_id, ended_at FROM runs WHERE id = ?", (run_id,))
     if not row or row[1] is not None:
-        return
+        return None
     task_id = row[0]
     f = fields
     t.db.execute(
@@ -110,7 +124,16 @@ def end(t: Tx, run_id: int, fields: dict[str, Any], now: float) -> None:
         " tokens_out = tokens_out + ? WHERE id = ?",
         (f["cost_usd"], f["tokens_in"], f["tokens_out"], task_id),
     )
-    t.event(task_id, "run_ended", None, None, f["outcome"], {"run_id": run_id, **f}, now)
+    data = {"task_id": task_id, "run_id": run_id, **f}
+    if journal:
+        journal_end(t, data, now)
+    return data
+
+
+def journal_end(t: Tx, ended: dict[str, Any], now: float) -> None:
+    """The journal row of a run's end that no state change carries (see :func:`end`)."""
+    data = {k: v for k, v in ended.items() if k != "task_id"}
+    t.event(ended["task_id"], "run_ended", None, None, ended["outcome"], data, now)
 
 
 def select(t: Tx, task_id: str | None, open_only: bool) -> list[RunRecord]:

@@ -39,11 +39,17 @@ class Move:
 
 
 def transition(
-    t: Tx, move: Move, now: float, data: dict[str, Any] | None = None
+    t: Tx,
+    move: Move,
+    now: float,
+    data: dict[str, Any] | None = None,
+    deps: list[str] | None = None,
 ) -> TaskRecord | None:
     """Move the task if it is now in ``move.expected`` and the state table allows it; log the
-    move in the journal (with ``data``). Returns the updated task, or None (nothing changed)."""
-    moved = change_state(t, move, now)
+    move in the journal (with ``data``). Returns the updated task, or None (nothing changed).
+    ``deps``: the task's dependencies if the caller knows them (they never change once stored),
+    which saves reading them again."""
+    moved = change_state(t, move, now, deps)
     if moved is None:
         return None
     rec, frm = moved
@@ -51,15 +57,20 @@ def transition(
     return rec
 
 
-def change_state(t: Tx, move: Move, now: float) -> tuple[TaskRecord, State] | None:
+def change_state(
+    t: Tx, move: Move, now: float, deps: list[str] | None = None, state: str | None = None
+) -> tuple[TaskRecord, State] | None:
     """The compare-and-set of :func:`transition` without its journal row, for a caller that
-    writes the row itself once it knows what to put in it. Returns (task, previous state)."""
+    writes the row itself once it knows what to put in it. Returns (task, previous state).
+    ``state``: the task's state as the caller just read it in this transaction."""
     expected = move.expected
     allowed = {expected} if isinstance(expected, State) else set(expected)
-    row = t.one("SELECT state FROM tasks WHERE id = ?", (move.task_id,))
-    if not row:
-        return None
-    current = _STATES[row[0]]
+    if state is None:
+        row = t.one("SELECT state FROM tasks WHERE id = ?", (move.task_id,))
+        if not row:
+            return None
+        state = row[0]
+    current = _STATES[state]
     if current not in allowed or not valid_transition(current, move.to):
         return None
     cols = {"state": move.to.value, "reason": move.reason, "updated_at": now, **move.updates}
@@ -70,7 +81,7 @@ def change_state(t: Tx, move: Move, now: float) -> tuple[TaskRecord, State] | No
     )
     if len(rows) != 1:
         return None
-    return from_row(rows[0], deps_of(t, move.task_id)), current
+    return from_row(rows[0], list(deps) if deps is not None else deps_of(t, move.task_id)), current
 
 
 def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[TaskRecord]:

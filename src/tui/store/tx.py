@@ -26,13 +26,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tui.model.states import State
 from tui.store import health, journal
 from tui.store.errors import StoreError
 from tui.store.records import EventRecord
 from tui.store.schema import MIGRATIONS
 
 T = TypeVar("T")
+
+
+def sqlite_uri(path: Path, mode: str) -> str:
+    """SQLite's URI of ``path``, quoted: a `?`, `#` or `%` in a folder name stays a name."""
+    return f"{path.absolute().as_uri()}?mode={mode}"
 
 
 class Tx:
@@ -49,18 +53,7 @@ class Tx:
     def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.db.execute(sql, args).fetchall()]
 
-    def event(
-        self,
-        task_id: str,
-        kind: str,
-        frm: State | None,
-        to: State | None,
-        reason: str,
-        data: dict[str, Any] | None,
-        at: float,
-    ) -> None:
-        """Append a journal row; listeners get it once the transaction commits."""
-        self.events.append(journal.insert(self.db, task_id, kind, frm, to, reason, data, at))
+    event = journal.insert  # t.event(task_id, kind, from, to, reason, data, at)
 
 
 Job = tuple[Callable[[Tx], Any], bool, "asyncio.Future[Any]"]
@@ -118,7 +111,7 @@ class Database:
     @classmethod
     async def connect(cls, path: Path, *, create: bool) -> Database:
         """Open ``path``; without ``create``, a missing file is an error, never a new one."""
-        uri = f"{path.absolute().as_uri()}?mode={'rwc' if create else 'rw'}"
+        uri = sqlite_uri(path, "rwc" if create else "rw")
         thread = _Thread()
         try:
             conn = await thread.submit(lambda: sqlite3.connect(uri, uri=True, isolation_level=None))
@@ -229,7 +222,7 @@ def _run_jobs(
                 out[i] = (False, error, [])
             group.clear()
 
-    for fn, write in jobs:
+    for i, (fn, write) in enumerate(jobs):
         t = Tx(db)
         if not write:
             commit()  # a read-only job may open its own transaction (setup does)
@@ -238,10 +231,14 @@ def _run_jobs(
             except Exception as e:
                 out.append((False, e, []))
             continue
+        # A write with no other write in its transaction (none before it, none after it in
+        # this batch) needs no savepoint: its rollback is the transaction's.
+        alone = not db.in_transaction and (i + 1 == len(jobs) or not jobs[i + 1][1])
         try:
             if not db.in_transaction:
                 db.execute("BEGIN IMMEDIATE")
-            db.execute("SAVEPOINT job")
+            if not alone:
+                db.execute("SAVEPOINT job")
         except Exception as e:  # could not even start (locked for too long, disk gone)
             commit()
             out.append((False, e, []))
@@ -249,13 +246,18 @@ def _run_jobs(
         try:
             result = fn(t)
         except BaseException as e:
-            undo(e)
+            if alone:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            else:
+                undo(e)
             if not isinstance(e, Exception):
                 commit()
                 raise
             out.append((False, e, []))
             continue
-        db.execute("RELEASE job")
+        if not alone:
+            db.execute("RELEASE job")
         group.append(len(out))
         out.append((True, result, t.events))
     commit()

@@ -1,0 +1,63 @@
+"""Each command imports what it runs and no more: `tui run` and `tui ls` never load the app
+(Textual alone takes longer to import than the rest of tui), `tui --version` not even the
+engine. Every start of `tui run` pays for what it imports; so does every `tui ask` a task runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from cli_support import Tui, shell_task, write_tasks
+
+# Runs `tui ARGS...` in a fresh interpreter, then prints the modules it loaded.
+PROBE = """
+import json, sys
+from tui.cli.main import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def loaded(tui: Tui, *args: str) -> set[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tui.dir,
+        stdin=subprocess.DEVNULL,
+    )
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None), proc.stderr
+    return set(report["modules"])
+
+
+def _ui(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] == "textual" or m.startswith("tui.app"))
+
+
+def test_run_and_ls_never_import_the_app(tui: Tui, tmp_path: Path) -> None:
+    f = write_tasks(tmp_path / "t.yaml", [shell_task("one", "true")])
+    db = str(tui.db)
+    run = loaded(tui, "run", str(f), "--db", db)
+    assert "tui.engine.scheduler" in run  # the probe saw a real run
+    assert _ui(run) == []
+    ls = loaded(tui, "ls", "--db", db)
+    assert _ui(ls) == []
+    assert tui.state_of("one") == "COMPLETED"
+
+
+def test_version_imports_neither_engine_nor_pydantic(tui: Tui) -> None:
+    mods = loaded(tui, "--version")
+    heavy = sorted(
+        m
+        for m in mods
+        if m.split(".")[0] in ("pydantic", "textual", "yaml")
+        or m in ("tui.engine.scheduler", "tui.engine.api", "tui.store.db")
+    )
+    assert heavy == []
