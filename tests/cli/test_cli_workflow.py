@@ -22,7 +22,7 @@ def test_the_sample_workflow_runs_end_to_end(
     res = tui("run", str(SAMPLE), timeout=120)
     # Skipped tasks are a pipeline that finished: exit 0.
     assert res.returncode == 0, str(res)
-    assert "done: 3 completed, 2 skipped" in res.stderr
+    assert "done: 5 completed, 2 skipped" in res.stderr
     tasks = tui.by_name()
     assert {n: t["state"] for n, t in tasks.items()} == {
         "analyze": "COMPLETED",
@@ -30,8 +30,14 @@ def test_the_sample_workflow_runs_end_to_end(
         "console": "SKIPPED",
         "flaky-lint": "SKIPPED",
         "report": "COMPLETED",
+        "per-file": "COMPLETED",
+        "per-file[0]": "COMPLETED",
+        "per-file[1]": "COMPLETED",
+        "settle": "COMPLETED",
     }
     assert tasks["flaky-lint"]["attempts"] == 2
+    assert tasks["per-file"]["result"] == ["checked src/app.py", "checked docs/notes.md"]
+    assert tasks["settle"]["result"] == "3" and tasks["settle"]["attempts"] == 3
     # Results, as `tui ls --json` shows them: parsed JSON, else the last stdout lines.
     assert tasks["analyze"]["result"] == {
         "sentiment": "positive",
@@ -52,7 +58,11 @@ def test_the_sample_workflow_runs_end_to_end(
         ("celebrate", "on_complete"),
         ("console", "on_skip"),
         ("flaky-lint", "on_skip"),
+        ("per-file", "on_complete"),
+        ("per-file[0]", "on_complete"),
+        ("per-file[1]", "on_complete"),
         ("report", "on_complete"),
+        ("settle", "on_complete"),
     ]
     # `tui ls` shows the skipped state by name.
     listing = tui("ls")

@@ -280,3 +280,36 @@ def test_started_outside_a_run_says_what_is_missing() -> None:
     )
     assert done.returncode == 2
     assert "TUI_DB, TUI_TASK_ID, TUI_RUN_ID not set" in done.stderr
+
+
+async def test_a_parent_waits_blocked_on_the_subtasks_its_agent_created(
+    engine: Engine, store: Store, project: Path
+):
+    """Children made at run time by create_subtask join the parent's completion: its run
+    ends, it waits in BLOCKED, and it completes (its own result kept) once they have."""
+    go, child_go = project / "parent.go", project / "child.go"
+    parent = agent_task(project, name="lead")
+    parent.agent.instructions = f"while [ ! -f {go} ]; do sleep 0.05; done; echo lead-done"
+    task_id, run_id = await running(engine, parent)
+    async with mcp_client(store, task_id, run_id) as client:
+        made = await client.call_tool(
+            "create_subtask",
+            {
+                "name": "helper",
+                "instructions": f"while [ ! -f {child_go} ]; do sleep 0.05; done; echo helped",
+            },
+        )
+        assert not made.is_error, text_of(made)
+    child_id = json.loads(text_of(made))["task_id"]
+    await wait_state(engine, child_id, State.RUNNING)
+    go.touch()  # the parent's own run completes while its child still works
+    await wait_state(engine, task_id, State.BLOCKED)
+    rec = await engine.get(task_id)
+    assert rec is not None and rec.reason == "its run completed; waiting on its subtasks"
+    assert not engine.settled(task_id)
+    child_go.touch()
+    await wait_state(engine, task_id, State.COMPLETED)
+    rec, child = await engine.get(task_id), await engine.get(child_id)
+    assert child is not None and child.state == State.COMPLETED
+    assert rec is not None and rec.parsed_result == "lead-done"
+    assert rec.reason == "all 1 subtasks completed"

@@ -4,14 +4,16 @@ from tui.model.states import TRANSITIONS, State, valid_transition
 
 # Written out again from the issue on purpose: the table in the code must match it exactly.
 # The last lines hold our documented extensions (README "States"): the engine's own, then the
-# workflows' SKIPPED and a condition that cannot be evaluated.
+# workflows' SKIPPED and a condition that cannot be evaluated, then a parent waiting on its
+# subtasks in BLOCKED and ending there.
 EXPECTED = """
 PENDING QUEUED; PENDING CANCELLED; QUEUED RUNNING; QUEUED CANCELLED; RUNNING READY;
 RUNNING COMPLETED; RUNNING FAILED; RUNNING TIMED_OUT; RUNNING CANCELLED; RUNNING BUDGET_EXCEEDED;
 RUNNING BLOCKED; READY COMPLETED; READY PENDING; FAILED QUEUED; TIMED_OUT QUEUED;
 CANCELLED QUEUED; BUDGET_EXCEEDED QUEUED; BLOCKED QUEUED; BLOCKED READY;
 READY RUNNING; READY CANCELLED; RUNNING QUEUED;
-PENDING SKIPPED; RUNNING SKIPPED; SKIPPED QUEUED; PENDING FAILED; COMPLETED QUEUED
+PENDING SKIPPED; RUNNING SKIPPED; SKIPPED QUEUED; PENDING FAILED; COMPLETED QUEUED;
+PENDING BLOCKED; BLOCKED COMPLETED; BLOCKED FAILED; BLOCKED CANCELLED
 """
 ALLOWED = {tuple(p.split()) for p in EXPECTED.replace("\n", " ").split(";")}
 

@@ -14,6 +14,7 @@ from tui.engine import api
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.model.duration import format_duration
 from tui.model.states import State
+from tui.model.tree import short_name, tree_order
 from tui.store.db import Store
 from tui.store.records import STDERR, STDOUT, OutputLine, TaskRecord
 
@@ -34,12 +35,12 @@ async def cmd_ls(args: argparse.Namespace) -> int:
     names = {r.id: r.name for r in records}
     if records:
         print(f"{'ID':<8}  {'NAME':<24} {'STATE':<15} {'TRY':>5} {'COST':>8}  {'AGENT':<8} NOTE")
-    for r in records:
-        print(_ls_line(r, names))
+    for r, depth in tree_order(records, lambda r: r.id, lambda r: r.task.parent_task_id):
+        print(_ls_line(r, names, depth))
     return 0
 
 
-def _ls_line(r: TaskRecord, names: dict[str, str]) -> str:
+def _ls_line(r: TaskRecord, names: dict[str, str], depth: int = 0) -> str:
     note = r.reason
     if r.state == State.PENDING:
         waiting = [names.get(d, d[:8]) for d in r.depends_on]
@@ -48,8 +49,10 @@ def _ls_line(r: TaskRecord, names: dict[str, str]) -> str:
         note = f"[{' '.join(r.task.tags)}] {note}"
     tries = f"{r.attempt_in_round}/{r.task.retry.max_attempts}"
     timeout = f" ≤{format_duration(r.task.timeout)}" if r.task.timeout else ""
+    # A subtask is shown under its parent, indented, by its own part of the name.
+    name = "  " * depth + short_name(r.name, names.get(r.task.parent_task_id, ""))
     return (
-        f"{r.id[:8]:<8}  {r.name[:24]:<24} {r.state.value:<15} {tries:>5} "
+        f"{r.id[:8]:<8}  {name[:24]:<24} {r.state.value:<15} {tries:>5} "
         f"{r.cost_usd:>8.4f}  {r.task.agent.type:<8} {note}{timeout}"
     )
 

@@ -211,8 +211,15 @@ def _summary(records: Sequence[TaskRecord | None]) -> int:
     print(
         "done: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())), file=sys.stderr
     )
-    ok = all(r is not None and r.state in SATISFIED for r in records)
-    return 0 if ok else 1
+    by_id = {r.id: r for r in records if r is not None}
+
+    def fine(r: TaskRecord | None, depth: int = 0) -> bool:
+        # A subtask its satisfied parent cancelled (completion: any) is a plan that finished.
+        if r is None or depth > len(by_id):
+            return False
+        return r.state in SATISFIED or fine(by_id.get(r.task.parent_task_id), depth + 1)
+
+    return 0 if all(fine(r) for r in records) else 1
 
 
 async def _run_via_server(

@@ -17,15 +17,20 @@ from tui.model.needs import CONDITION_FUNCTIONS
 _NAMES = {"true": True, "false": False, "null": None}
 
 
-def holds(expr: str, needs: dict[str, dict[str, Any]]) -> bool:
-    """Whether ``expr`` is true for these dependencies; WorkflowError saying why it cannot be
-    evaluated."""
+def holds(
+    expr: str,
+    needs: dict[str, dict[str, Any]],
+    names: dict[str, Any] | None = None,
+    field: str = "when",
+) -> bool:
+    """Whether ``expr`` is true for these dependencies (and ``names``: ``until:``'s
+    ``result`` and ``iteration``); WorkflowError saying why it cannot be evaluated."""
     evaluator = EvalWithCompoundTypes(
-        names={"needs": needs, **_NAMES}, functions=dict(CONDITION_FUNCTIONS)
+        names={"needs": needs, **(names or {}), **_NAMES}, functions=dict(CONDITION_FUNCTIONS)
     )
     try:
         return bool(evaluator.eval(expr.strip()))
     except InvalidExpression as e:
-        raise WorkflowError(f"when: {e}") from None
+        raise WorkflowError(f"{field}: {e}") from None
     except (TypeError, ValueError, KeyError, IndexError, ArithmeticError) as e:
-        raise WorkflowError(f"when: {type(e).__name__}: {e}") from None
+        raise WorkflowError(f"{field}: {type(e).__name__}: {e}") from None

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tui.engine.adapter import RunResult
 from tui.engine.attempts import Policy, attempt_move, interrupted_move, task_result
 from tui.engine.clock import Clock
+from tui.engine.loops import until_move, with_previous
 from tui.engine.output import OutputBuffer
 from tui.engine.runner import Executor, Run, RunHost, ended_as
 from tui.engine.talk import show_continuation
@@ -84,7 +85,9 @@ class RunEnd:
         @property
         def db_path(self) -> str: ...
 
-    if TYPE_CHECKING:  # from tui.engine.questions, the other part mixed into Engine
+    if TYPE_CHECKING:  # from tui.engine.questions and .subtasks, the other parts of Engine
+
+        def _waits_on_children(self, task_id: str) -> bool: ...
 
         async def _close_run_questions(self, run: Run, status: str) -> None: ...
 
@@ -96,9 +99,13 @@ class RunEnd:
 
     async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None:
         rec = self._tasks[run.task_id]
+        if rec.task.group or rec.task.foreach is not None:
+            # A parent retried by hand runs nothing: it goes back to waiting on its children.
+            await self._finish(run, RunResult(State.COMPLETED, exit_code=0))
+            return
         await show_continuation(self.output, run, began)
         try:
-            prepared = prepare(rec, self._tasks.get)
+            prepared = prepare(with_previous(rec), self._tasks.get)
         except WorkflowError as e:
             await self._finish(run, RunResult(State.FAILED, error=str(e)))
             return
@@ -118,6 +125,8 @@ class RunEnd:
     async def _attempt_moved(self, task_id: str, outcome: State, retrying: bool) -> None:
         if outcome in (State.COMPLETED, State.SKIPPED):
             await self._dependents_may_run(task_id)
+        elif outcome == State.QUEUED:  # an until: loop's next iteration
+            self._enqueue(self._tasks[task_id])
         elif not retrying and outcome in UNSUCCESSFUL:
             await self._cascade_failure(task_id)
 
@@ -160,6 +169,12 @@ class RunEnd:
                 now=self.clock.now(),
                 rng=self.rng,
             )
+            if move.to == State.COMPLETED and rec.task.until:
+                done = [r for r in await self.store.runs(task_id) if r.outcome == "COMPLETED"]
+                move = until_move(rec, move, stored, len(done), self._tasks.get)
+            if move.to == State.COMPLETED and self._waits_on_children(task_id):
+                why = "its run completed; waiting on its subtasks"
+                move = Move(task_id, move.expected, State.BLOCKED, why, move.updates)
         new = await self._end_run(run, outcome, interrupted, error, result, move, stored, rec)
         self._running.pop(task_id, None)
         if new is not None:

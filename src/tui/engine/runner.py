@@ -43,7 +43,7 @@ class Run(LineCounter):
     # "timeout" | "cancel" | "shutdown" | "disk_full" | "lost" (the executor lost the worker
     # that ran it: a Ray node died). "shutdown" and "lost" are interrupted attempts, not counted.
     kill_reason: str = ""
-    kill_error: str = ""  # why, for "disk_full"
+    kill_error: str = ""  # why, for "disk_full" (and a "cancel" not by the user)
     runner: asyncio.Task[None] | None = None  # the engine's task carrying the run to its end
     # The timeout counts only while the agent works, not while it waits on a human:
     # exactly one of these two is set at any time.
@@ -251,7 +251,7 @@ def ended_as(run: Run, rec: TaskRecord, result: RunResult) -> tuple[State, str]:
     if run.kill_reason == "timeout":
         return State.TIMED_OUT, f"timed out after {format_duration(rec.task.timeout)}"
     if run.kill_reason == "cancel":
-        return State.CANCELLED, "cancelled by user"
+        return State.CANCELLED, run.kill_error or "cancelled by user"
     if run.kill_reason == "disk_full":
         return State.FAILED, run.kill_error
     if run.interrupted and result.outcome != State.COMPLETED:

@@ -45,6 +45,7 @@ from tui.engine.recovery import end_orphaned_runs
 from tui.engine.run_end import RunEnd
 from tui.engine.runner import Executor, LocalExecutor, Run
 from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
+from tui.engine.subtasks import Subtasks
 from tui.engine.workflow import WorkflowError, needs_of
 from tui.engine.worktree_runs import plan_worktrees
 from tui.engine.worktrees import Worktrees
@@ -74,7 +75,7 @@ async def live_engine_pid(store: Store) -> int | None:
     return None
 
 
-class Engine(RunEnd, Questions):
+class Engine(RunEnd, Questions, Subtasks):
     def __init__(
         self,
         store: Store,
@@ -104,6 +105,9 @@ class Engine(RunEnd, Questions):
         )
 
         self._tasks: dict[str, TaskRecord] = {}  # as the store last returned each
+        self._children: dict[str, list[str]] = {}  # parents' subtasks (engine.subtasks)
+        self._subtask_dirty: set[str] = set()
+        self._reserved: set[str] = set()
         self.graph = Graph()
         self.queue = RunQueue(concurrency, agent_limits)
         self._retrying: set[str] = set()  # tasks waiting for an automatic retry
@@ -218,7 +222,7 @@ class Engine(RunEnd, Questions):
     async def load(self) -> list[TaskRecord]:
         """Read every task into memory. Enough on its own for commands without scheduling."""
         records = await self.store.list_tasks()
-        self._tasks, self.graph = {}, Graph()
+        self._tasks, self.graph, self._children = {}, Graph(), {}
         self._index(records)
         return records
 
@@ -228,6 +232,7 @@ class Engine(RunEnd, Questions):
             self._tasks[r.id] = r
             self._track_retry(r)
         self.graph.add(records, self._tasks.get)
+        self._index_children(records)
 
     # -- the command API -------------------------------------------------------------------
 
@@ -277,13 +282,17 @@ class Engine(RunEnd, Questions):
             )
         if run is not None:
             run.kill_reason = "cancel"
+            run.kill_error = "" if reason == "cancelled by user" else reason
             await self.executor.kill(run)
             if run.runner:
                 await asyncio.shield(run.runner)
             return f"cancelled {rec.name}"
-        if rec.state in (State.PENDING, State.QUEUED, State.READY) and await self._move(
-            task_id, rec.state, State.CANCELLED, reason
-        ):
+        if rec.state in (
+            State.PENDING,
+            State.QUEUED,
+            State.READY,
+            State.BLOCKED,
+        ) and await self._move(task_id, rec.state, State.CANCELLED, reason):
             for q in await self.store.questions(task_id=task_id):
                 await self.store.close_question(q.id, "cancelled")
             await self._cascade_failure(task_id)
@@ -386,6 +395,7 @@ class Engine(RunEnd, Questions):
         """The store returned ``rec`` as a transaction left it: it replaces what we knew."""
         self._tasks[rec.id] = rec
         self._track_retry(rec)
+        self._mark_subtask(rec)
 
     async def _move(
         self,
@@ -431,9 +441,9 @@ class Engine(RunEnd, Questions):
             if failed is not None:
                 await self._cancel_dependents([(tid, failed.id)], tid)
                 continue
-            if not rec.approved or self.graph.open_deps(tid) != 0:
+            if not rec.approved or self.graph.open_deps(tid) or not self._parent_lets_run(rec):
                 continue
-            to, reason = self._condition(rec)
+            to, reason = await self._as_parent(rec, *self._condition(rec))
             new = await self._move(tid, State.PENDING, to, reason)
             if new is None:
                 continue
@@ -441,7 +451,7 @@ class Engine(RunEnd, Questions):
                 self._enqueue(new)
             elif to == State.SKIPPED:
                 work += reversed(self.graph.completed(tid))
-            else:
+            elif to == State.FAILED:
                 await self._cascade_failure(tid)
 
     def _condition(self, rec: TaskRecord) -> tuple[State, str]:
@@ -495,6 +505,7 @@ class Engine(RunEnd, Questions):
             self._wake.clear()
             async with self._batch:
                 next_due = await self._due_retries()
+                await self._settle_subtasks()
                 await self._start_runnable()
             waits: list[asyncio.Task[Any]] = [asyncio.create_task(self._wake.wait())]
             if next_due is not None:

@@ -10,11 +10,13 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from tui.model import subtasks
 from tui.model.classify import ClassifyRule, apply_rule
 from tui.model.classify import classify as pick
 from tui.model.dependencies import find_cycles, resolve_dependencies, resolve_worktree_from
 from tui.model.entry import TaskEntry, field_name
 from tui.model.error_text import FIXES, human_error
+from tui.model.foreach import foreach_issues
 from tui.model.issues import Issue, TaskFileError
 from tui.model.limits import MAX_ID_CHARS, UnreadableInput, read_bounded
 from tui.model.suggest import did_you_mean
@@ -202,9 +204,9 @@ def _read_file(
         issues.append(Issue(filename, 1, "", message, _SHAPE_FIX))
         return []
     if "tasks" not in data:
-        return [
-            _read_task(data, (), filename, lines, issues, warnings, defaults=defaults, named=named)
-        ]
+        return _read_tree(
+            data, (), filename, lines, issues, warnings, defaults=defaults, named=named
+        )
     return _read_batch(data, filename, lines, issues, warnings, defaults, named)
 
 
@@ -245,8 +247,8 @@ def _read_batch(
         if isinstance(item, dict):
             if "worktree" in data and "worktree" not in item:  # the file's default
                 item = {**item, "worktree": data["worktree"]}
-            entries.append(
-                _read_task(item, path, filename, lines, issues, warnings, shared, defaults, named)
+            entries += _read_tree(
+                item, path, filename, lines, issues, warnings, shared, defaults, named=named
             )
         else:
             issues.append(
@@ -274,6 +276,50 @@ def _read_batch(
         else:
             first_line[name] = entry.lines.get((*entry.path, "name"))
     return entries
+
+
+def _read_tree(
+    raw: dict[str, Any],
+    path: KeyPath,
+    filename: str,
+    lines: dict[KeyPath, int],
+    issues: list[Issue],
+    warnings: list[Issue],
+    shared: FileVariables = ([], {}),
+    defaults: FileDefaults | None = None,
+    depth: int = 0,
+    named: _FromConfig | None = None,
+) -> list[TaskEntry]:
+    """A task and, when it has ``subtasks:``, its children (tui.model.subtasks), flattened:
+    the parent first, each child with its path in the file so errors name its line."""
+    own, children = subtasks.split(raw)
+    if children is not None and "agent" not in own:
+        own["agent"] = {"type": "shell", "instructions": ":"}  # a group runs nothing
+    entry = _read_task(own, path, filename, lines, issues, warnings, shared, defaults, named)
+    if children is None:
+        return [entry]
+    problem = subtasks.shape_problem(children, "agent" in raw, depth)
+    if problem is not None:
+        issues.append(entry.issue(("subtasks",), *problem))
+        return [entry]
+    if entry.task is not None:
+        entry.task.group = True
+    out = [entry]
+    siblings = [c for c in children if isinstance(c, dict)]
+    for index, child in enumerate(children):
+        where: KeyPath = (*path, "subtasks", index)
+        if not isinstance(child, dict):
+            message = f"each subtask must be a mapping; got {child!r}"
+            fix = "write the subtask's keys (name:, agent:, ...) indented under its '-'"
+            issues.append(Issue(filename, lines.get(where), field_name(where), message, fix))
+            continue
+        data = subtasks.qualify_child(child, entry.raw_id, entry.raw_name, siblings)
+        if entry.task is not None:
+            data["parent_task_id"] = entry.task.id
+        out += _read_tree(
+            data, where, filename, lines, issues, warnings, shared, defaults, depth + 1, named
+        )
+    return out
 
 
 def _read_task(
@@ -398,6 +444,8 @@ def _apply_variables(entry: TaskEntry, shared: FileVariables) -> list[Issue]:
     agent = task.agent
     for key in ("instructions", "system_prompt_append"):
         for name in unknown_uses(getattr(agent, key), declared):
+            if task.foreach is not None and name in ("item", "index"):
+                continue  # filled per child at run time (tui.model.foreach)
             fix = f"declare it under `variables:` (- name: {name}), or write it differently"
             problems.append(entry.issue(("agent", key), f"unknown variable {{{{{name}}}}}", fix))
         setattr(agent, key, fill(getattr(agent, key), values))
@@ -483,7 +531,7 @@ def _finish(
     for entry in entries:
         if entry.task is not None:
             found, warned = workflow_issues(entry)
-            issues += found
+            issues += found + foreach_issues(entry)
             warnings += warned
     if issues:
         rank = {name: i for i, name in enumerate(file_order)}

@@ -107,8 +107,9 @@ def template_problems(text: str, deps: Sequence[str]) -> list[Problem]:
     return out
 
 
-def condition_problems(expr: str, deps: Sequence[str]) -> list[Problem]:
-    """Problems with a ``when:`` expression, found without evaluating it."""
+def condition_problems(expr: str, deps: Sequence[str], names: Sequence[str] = ()) -> list[Problem]:
+    """Problems with a ``when:`` expression (or ``until:``, which also sees ``names``),
+    found without evaluating it."""
     try:
         tree = ast.parse(expr.strip(), mode="eval")
     except SyntaxError as e:
@@ -140,6 +141,7 @@ def condition_problems(expr: str, deps: Sequence[str]) -> list[Problem]:
             )
         elif isinstance(node, ast.Name) and node.id not in (
             "needs",
+            *names,
             *_CONSTANTS,
             *CONDITION_FUNCTIONS,
         ):

@@ -65,6 +65,13 @@ TRANSITIONS: frozenset[tuple[State, State]] = frozenset(
         # Documented extension: a person continues a finished agent's session with a new
         # message (`tui continue`), which is a new attempt.
         (S.COMPLETED, S.QUEUED),
+        # Documented extension: a parent waits on its subtasks in BLOCKED (a group from
+        # there, once its dependencies are done; an agent's task once its own run is done)
+        # and ends there when they do (completion: all | any), or is cancelled meanwhile.
+        (S.PENDING, S.BLOCKED),
+        (S.BLOCKED, S.COMPLETED),
+        (S.BLOCKED, S.FAILED),
+        (S.BLOCKED, S.CANCELLED),
     }
 )
 

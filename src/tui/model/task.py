@@ -15,6 +15,7 @@ from tui.model.duration import format_duration, parse_duration
 from tui.model.output_format import OutputFormat
 from tui.model.resources import Resources
 from tui.model.secrets import refuse_secrets
+from tui.model.subtasks import Completion, check_completion
 from tui.model.variables import Variable
 from tui.model.workflow import (
     ContextSpec,
@@ -67,7 +68,14 @@ class PermissionMode(StrEnum):
 MAX_ATTEMPTS = 1000  # more is a typo, and a huge one no longer fits SQLite's integers
 
 # Columns the engine owns; a YAML file setting them is warned, not rejected.
-RUNTIME_FIELDS = ("state", "rejection_comment", "question_json", "created_at", "updated_at")
+RUNTIME_FIELDS = (
+    "group",
+    "state",
+    "rejection_comment",
+    "question_json",
+    "created_at",
+    "updated_at",
+)
 
 
 # Validation context for a spec read back from the database: checks added for new input
@@ -239,6 +247,22 @@ class Task(_Model):
     on_error: OnError = OnError.NONE
     on_max_retries: OnMaxRetries = OnMaxRetries.NONE
     hooks: Hooks | None = None
+    # Subtasks (tui.model.subtasks): when a parent completes, and whether it is a group made
+    # of a file's `subtasks:` (it runs nothing itself; set by the loader).
+    completion: Completion = Completion.ALL
+    group: bool = False
+    # Map (tui.model.foreach): one child per item, at most max_parallel (0: no bound) of a
+    # parent's children running at once.
+    foreach: list[Any] | str | None = None
+    max_parallel: int = Field(default=0, ge=0)
+    # Loop (tui.engine.loops): run again until the expression holds, at most max_iterations.
+    until: str = ""
+    max_iterations: int = Field(default=10, ge=1, le=1000)
+
+    @field_validator("completion", mode="before")
+    @classmethod
+    def _check_completion(cls, value: Any) -> Any:
+        return check_completion(value)
 
     @field_validator("on_error", mode="before")
     @classmethod

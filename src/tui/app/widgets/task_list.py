@@ -35,6 +35,7 @@ from tui.app.widgets.virtual_size import set_virtual_size
 from tui.model.output_format import KEPT
 from tui.model.states import ENDED, SATISFIED, State
 from tui.model.task import Priority, priority_rank
+from tui.model.tree import short_name, tree_order
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
@@ -210,6 +211,7 @@ class TaskList(ScrollView, can_focus=True):
         self.approve_key = "p"  # named in "waiting for approval — p" (the app sets a remap)
         self._shown: list[str] = []
         self._index: dict[str, int] = {}
+        self._depth: dict[str, int] = {}  # subtasks' depth under their parent (0: left out)
         self._cursor = 0
         self._highlighted: str | None = None  # the id last announced by RowHighlighted
         self._widths = {c: len(c) for c in COLUMNS}
@@ -267,9 +269,15 @@ class TaskList(ScrollView, can_focus=True):
         if self.filter:
             rows = [r for r in rows if self.filter.matches(r)]
         ordered = sorted(rows, key=SORTS[self.sort_key])
+        # In submission order, subtasks sit under their parent, indented.
+        self._depth = {}
+        if self.sort_key == "submitted":
+            tree = tree_order(ordered, lambda r: r.id, lambda r: r.task.parent_task_id)
+            ordered = [r for r, _ in tree]
+            self._depth = {r.id: d for r, d in tree if d}
         self._shown = [r.id for r in ordered]
         self._index = {tid: i for i, tid in enumerate(self._shown)}
-        names = max((_width(r.name) for r in ordered), default=0)
+        names = max((_width(self._shown_name(r)) for r in ordered), default=0)
         self._widths["name"] = max(len("name"), names)
         self._cursor = self._index.get(selected or "", 0)
         self._update_title()
@@ -484,6 +492,13 @@ class TaskList(ScrollView, can_focus=True):
             segments.append(Segment(" " * PAD + fit_text(text, width) + " " * PAD, style))
         return Strip(segments)
 
+    def _shown_name(self, r: TaskRecord) -> str:
+        depth = self._depth.get(r.id, 0)
+        if not depth:
+            return r.name
+        parent = self.records.get(r.task.parent_task_id)
+        return "  " * depth + short_name(r.name, parent.name if parent else "")
+
     def _cells(self, r: TaskRecord, now: float) -> Cells:
         """The text of each column in the row of ``r``."""
         st = style_for(r.state)
@@ -503,7 +518,7 @@ class TaskList(ScrollView, can_focus=True):
                 note = f"waiting for approval — {self.approve_key}"
         return (
             f"{st.symbol} {st.label}",
-            r.name,
+            self._shown_name(r),
             project_of(r) if len(self.projects) > 1 else "",  # a column only with several
             agent,
             r.run_node[:12],  # a Ray node id is 56 hex digits; its start tells nodes apart

@@ -1,0 +1,207 @@
+"""Subtasks: a parent waits in BLOCKED on its children and ends as ``completion`` says.
+
+A part of ``Engine`` (mixed in, as ``run_end`` is). A parent is a file's group (it runs
+nothing; PENDING -> BLOCKED once its dependencies are done) or an agent's task whose run
+created children through the MCP ``create_subtask`` tool (RUNNING -> BLOCKED when its run
+completes with children unfinished). Children run only while their parent is RUNNING or
+BLOCKED. ``completion: all``: every child satisfied completes the parent, a child failed for
+good fails it. ``any``: the first COMPLETED child completes it. Either way the children
+still unfinished are cancelled (running ones killed with their process group).
+
+Work is driven by ``_took``: each record a transaction returns marks its task and its
+parent to be looked at; the schedule loop settles them (``_settle_subtasks``) before it
+starts anything, so the decision is made from the stored states, and again after a crash
+(recovery marks every parent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from tui.engine import foreach
+from tui.engine.errors import EngineError
+from tui.engine.graph import failed_for_good
+from tui.engine.workflow import WorkflowError
+from tui.model.states import ENDED, SATISFIED, State
+from tui.model.subtasks import Completion
+from tui.store.db import Store, StoreError
+from tui.store.records import TaskRecord
+
+# A child may start while its parent is in one of these.
+PARENT_LETS_RUN = frozenset({State.RUNNING, State.BLOCKED, State.READY})
+# A child holding one of its parent's max_parallel slots.
+ACTIVE = frozenset({State.QUEUED, State.RUNNING, State.READY, State.BLOCKED})
+
+
+class Subtasks:
+    _tasks: dict[str, TaskRecord]
+    _children: dict[str, list[str]]  # parent id -> child ids, in submit order
+    _subtask_dirty: set[str]
+    _reserved: set[str]  # children let out of PENDING under a max_parallel, not moved yet
+    store: Store
+
+    def _index(self, records: Sequence[TaskRecord]) -> None:
+        raise NotImplementedError
+
+    async def _move(
+        self,
+        task_id: str,
+        expected: State | Collection[State],
+        to: State,
+        reason: str,
+        **updates: Any,
+    ) -> TaskRecord | None:
+        raise NotImplementedError
+
+    async def cancel(self, task_id: str, reason: str = "cancelled by user") -> str:
+        raise NotImplementedError
+
+    async def _check_pending(self, task_id: str) -> None:
+        raise NotImplementedError
+
+    async def _dependents_may_run(self, task_id: str) -> None:
+        raise NotImplementedError
+
+    async def _cascade_failure(self, task_id: str) -> None:
+        raise NotImplementedError
+
+    def _index_children(self, records: Collection[TaskRecord]) -> None:
+        for r in records:
+            parent = r.task.parent_task_id
+            if parent and r.id not in self._children.setdefault(parent, []):
+                self._children[parent].append(r.id)
+                self._subtask_dirty.add(parent)
+
+    def _mark_subtask(self, rec: TaskRecord) -> None:
+        """``rec`` changed: it and its parent may have something to settle."""
+        if rec.state != State.PENDING:
+            self._reserved.discard(rec.id)
+        if rec.id in self._children:
+            self._subtask_dirty.add(rec.id)
+        if rec.task.parent_task_id:
+            self._subtask_dirty.add(rec.task.parent_task_id)
+
+    def _parent_lets_run(self, rec: TaskRecord) -> bool:
+        """Whether the parent lets ``rec`` leave PENDING now; within its ``max_parallel``
+        the slot is reserved at once (callers check several children before any moves)."""
+        parent = self._tasks.get(rec.task.parent_task_id) if rec.task.parent_task_id else None
+        if parent is None:
+            return True
+        if parent.state not in PARENT_LETS_RUN:
+            return False
+        bound = parent.task.max_parallel
+        if bound:
+            siblings = [self._tasks[c] for c in self._children.get(parent.id, ())]
+            busy = sum(
+                1
+                for k in siblings
+                if k.state in ACTIVE or (k.id in self._reserved and k.state == State.PENDING)
+            )
+            if busy >= bound:
+                return False
+            self._reserved.add(rec.id)
+        return True
+
+    async def _as_parent(self, rec: TaskRecord, to: State, reason: str) -> tuple[State, str]:
+        """Where a task that may run goes when it is a parent: a group or a foreach (its
+        children made and stored first, once) waits on its children in BLOCKED."""
+        if to != State.QUEUED or not (rec.task.group or rec.task.foreach is not None):
+            return to, reason
+        if rec.task.group:
+            return State.BLOCKED, "waiting on its subtasks"
+        try:
+            items = foreach.items_of(rec, self._tasks.get)
+            if rec.id not in self._children and items:  # not again after a crash
+                made = await self.store.insert_tasks(foreach.children(rec, items), approved=True)
+                self._index(made)
+        except (WorkflowError, StoreError) as e:
+            return State.FAILED, f"{rec.name}: {e}"
+        return State.BLOCKED, f"waiting on its {len(items)} foreach items"
+
+    def _waits_on_children(self, task_id: str) -> bool:
+        """A parent whose own run just completed still has children to wait for (a group or
+        a foreach always ends through BLOCKED, where its result is made)."""
+        if self._tasks[task_id].task.group or self._tasks[task_id].task.foreach is not None:
+            return True
+        kids = [self._tasks[c] for c in self._children.get(task_id, ()) if c in self._tasks]
+        if not kids:
+            return False
+        if self._tasks[task_id].task.completion == Completion.ANY:
+            return not any(k.state == State.COMPLETED for k in kids)
+        return not all(k.state in SATISFIED for k in kids)
+
+    async def _settle_subtasks(self) -> None:
+        while self._subtask_dirty:
+            parent_id = self._subtask_dirty.pop()
+            parent = self._tasks.get(parent_id)
+            if parent is not None and parent_id in self._children:
+                await self._settle_parent(parent)
+
+    async def _settle_parent(self, parent: TaskRecord) -> None:
+        kids = [self._tasks[c] for c in self._children[parent.id] if c in self._tasks]
+        if parent.state == State.BLOCKED:
+            await self._blocked_parent(parent, kids)
+        elif parent.state == State.SKIPPED:
+            for k in kids:
+                await self._move(k.id, State.PENDING, State.SKIPPED, f"{parent.name} was skipped")
+        elif parent.state in ENDED and (parent.state in SATISFIED or failed_for_good(parent)):
+            await self._cancel_children(kids, f"{parent.name} ended {parent.state}")
+
+    async def _blocked_parent(self, parent: TaskRecord, kids: list[TaskRecord]) -> None:
+        for k in kids:  # the parent now lets them run
+            if k.state == State.PENDING:
+                await self._check_pending(k.id)
+        kids = [self._tasks[k.id] for k in kids]
+        done = [k for k in kids if k.state == State.COMPLETED]
+        lost = [k for k in kids if failed_for_good(k)]
+        over = all(k.state in SATISFIED or failed_for_good(k) for k in kids)
+        updates: dict[str, Any] = {}
+        if parent.task.completion == Completion.ANY:
+            if done:
+                to, reason = State.COMPLETED, f"subtask {done[0].name} completed (completion: any)"
+                if parent.task.group or parent.task.foreach is not None:
+                    updates["result"] = done[0].result
+            elif over:
+                to, reason = State.FAILED, "no subtask completed (completion: any)"
+            else:
+                return
+        elif lost:
+            to, reason = State.FAILED, f"subtask {lost[0].name} ended {lost[0].state}"
+        elif over:
+            to, reason = State.COMPLETED, f"all {len(kids)} subtasks completed"
+            if parent.task.foreach is not None:
+                updates["result"] = json.dumps([_value(k) for k in kids])
+            elif parent.task.group:
+                updates["result"] = json.dumps({k.name.rsplit(".", 1)[-1]: _value(k) for k in kids})
+        else:
+            return
+        new = await self._move(parent.id, State.BLOCKED, to, reason, **updates)
+        if new is None:
+            return
+        await self._cancel_children(kids, reason)
+        if to == State.COMPLETED:
+            await self._dependents_may_run(parent.id)
+        else:
+            await self._cascade_failure(parent.id)
+
+    async def _cancel_children(self, kids: list[TaskRecord], why: str) -> None:
+        """Cancel every child not yet ended (a running one is killed, its group with it)."""
+        reason = f"cancelled: {why}"
+        live = [k.id for k in kids if self._tasks[k.id].state not in ENDED]
+        if not live:
+            return
+
+        async def one(child_id: str) -> None:
+            with contextlib.suppress(EngineError):
+                await self.cancel(child_id, reason)
+
+        await asyncio.gather(*(one(c) for c in live))
+
+
+def _value(rec: TaskRecord) -> Any:
+    """A child's result inside its group's (results are stored as JSON)."""
+    return rec.parsed_result
