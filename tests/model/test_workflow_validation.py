@@ -78,7 +78,12 @@ tasks:
         ('when: "[x for x in needs]"', "ListComp expressions are not allowed here"),
         ("when: needs.build.__class__", "'__class__' is not allowed"),
         ("context: {from: [lint]}", "tasks[1].context.from[0]: context.from names 'lint'"),
-        ("context: {transfer: summary}", "context.transfer: summary is not available yet"),
+        (
+            "summarizer: {strategy: moderate}",
+            "summarizer.strategy: moderate runs a summariser agent, which is not available yet",
+        ),
+        ("summarizer: {strategy: terse}", "summarizer.strategy must be one of aggressive"),
+        ("summarizer: {stratgy: aggressive}", "unknown key 'stratgy'"),
         ("context: {transfer: all}", "context.transfer must be one of full, summary, minimal"),
         ("context: {preserve: [everything]}", "context.preserve must be one of outputs"),
         ("context: {frm: all}", "did you mean `from`?"),

@@ -14,6 +14,7 @@ import json
 import logging
 import random
 from collections.abc import Collection
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tui.engine.adapter import RunResult
@@ -109,6 +110,11 @@ class RunEnd:
         except WorkflowError as e:
             await self._finish(run, RunResult(State.FAILED, error=str(e)))
             return
+        for dep_id, summary in prepared.summaries.items():
+            # Kept with the upstream task (made again the same if this run is started again).
+            await self.store.set_summary(dep_id, summary)
+            if dep_id in self._tasks:
+                self._tasks[dep_id] = replace(self._tasks[dep_id], summary=summary)
         try:
             async with in_worktree(self.worktrees, prepared.rec, run, host) as (here, failed):
                 result = failed or await self.executor.run(run, here, began, host)

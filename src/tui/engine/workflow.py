@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tui.engine.summaries import summarize
 from tui.model.agent_kinds import KINDS
 from tui.model.needs import NEEDS_USE, NeedsRef, template_refs
 from tui.model.states import SATISFIED
@@ -111,6 +112,8 @@ class Prepared:
 
     rec: TaskRecord
     files: list[str] = field(default_factory=list)
+    # {upstream id: its summary as JSON} made for this run, to keep with the upstream task.
+    summaries: dict[str, str] = field(default_factory=dict)
 
     def cleanup(self) -> None:
         for path in self.files:
@@ -143,6 +146,11 @@ def prepare(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prep
     prepared = Prepared(rec)
     if task.context is not None:
         views = _transferred(task.context, rec, needs)
+        prepared.summaries = {
+            v["id"]: json.dumps(v["summary_sizes"]) for v in views.values() if "summary_sizes" in v
+        }
+        for view in views.values():
+            view.pop("summary_sizes", None)
         for name, view in views.items():
             prefix = "TUI_NEEDS_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
             env[f"{prefix}_STATE"] = view["state"]
@@ -169,6 +177,7 @@ def _ref(text: str) -> NeedsRef:
 def _transferred(
     spec: ContextSpec, rec: TaskRecord, needs: dict[str, dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
+    summarizer = rec.task.summarizer
     """{name: what is transferred of it}, for the dependencies ``context.from`` names."""
     if spec.from_ == "all":
         chosen = [needs[d] for d in rec.depends_on if d in needs]
@@ -177,7 +186,11 @@ def _transferred(
     out: dict[str, dict[str, Any]] = {}
     for view in chosen:
         shown: dict[str, Any] = {"id": view["id"], "state": view["state"]}
-        if spec.transfer == Transfer.FULL:
+        if spec.transfer == Transfer.SUMMARY:
+            made = summarize(view, summarizer)
+            shown["summary"] = made["summary"]
+            shown["summary_sizes"] = made  # taken off by prepare(), kept with the upstream
+        elif spec.transfer == Transfer.FULL:
             if "outputs" in spec.preserve:
                 shown["result"] = view["result"]
             if "errors" in spec.preserve and view["error"]:
@@ -192,6 +205,8 @@ def context_block(views: dict[str, dict[str, Any]]) -> str:
     for name, view in views.items():
         head = f'<task name="{_attr(name)}" state="{view["state"]}"'
         parts = []
+        if view.get("summary"):
+            parts.append(f"<summary>{view['summary']}</summary>")
         if "result" in view and view["result"] is not None:
             parts.append(f"<result>\n{as_text(view['result'])}\n</result>")
         if view.get("error"):

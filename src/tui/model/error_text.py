@@ -38,9 +38,12 @@ FIXES: dict[str, str] = {
     "retry.backoff": "use exponential (the default), linear, or none for a fixed delay",
     "when": "write an expression over needs.NAME.state / needs.NAME.result, e.g. "
     "needs.build.state == 'COMPLETED'",
-    "context": "write {from: [names] | all, transfer: full | minimal, preserve: [outputs, errors]}",
+    "context": "write {from: [names] | all, transfer: full | summary | minimal, "
+    "preserve: [outputs, errors]}",
     "context.from": "list names of tasks in depends_on, or write all",
-    "context.transfer": "use full or minimal",
+    "context.transfer": "use full, summary or minimal",
+    "summarizer": "write {strategy: aggressive} (one line per upstream task, no agent)",
+    "summarizer.strategy": "use aggressive",
     "context.preserve": "list some of outputs, decisions, errors",
     "on_error": "use retry, skip or fail, or leave it out for retry",
     "on_max_retries": "use skip or fail, or leave it out for fail",

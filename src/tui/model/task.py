@@ -22,6 +22,7 @@ from tui.model.workflow import (
     Hooks,
     OnError,
     OnMaxRetries,
+    Summarizer,
     check_on_error,
     check_on_max_retries,
 )
@@ -247,6 +248,7 @@ class Task(_Model):
     on_error: OnError = OnError.NONE
     on_max_retries: OnMaxRetries = OnMaxRetries.NONE
     hooks: Hooks | None = None
+    summarizer: Summarizer | None = None  # for context: {transfer: summary}; see workflow.py
     # Subtasks (tui.model.subtasks): when a parent completes, and whether it is a group made
     # of a file's `subtasks:` (it runs nothing itself; set by the loader).
     completion: Completion = Completion.ALL

@@ -70,11 +70,7 @@ class ContextSpec(_Model):
     @field_validator("transfer", mode="before")
     @classmethod
     def _check_transfer(cls, value: Any) -> Any:
-        value = one_of("context.transfer", value, tuple(t.value for t in Transfer), False)
-        if value == Transfer.SUMMARY:
-            # Needs the summariser agent (issue 12), which is not built yet: say so at load.
-            raise ValueError("context.transfer: summary is not available yet")
-        return value
+        return one_of("context.transfer", value, tuple(t.value for t in Transfer), False)
 
     @field_validator("preserve", mode="before")
     @classmethod
@@ -149,12 +145,45 @@ def check_on_max_retries(value: Any) -> Any:
     return one_of("on_max_retries", value, tuple(v.value for v in OnMaxRetries), optional=True)
 
 
+class Strategy(StrEnum):
+    AGGRESSIVE = "aggressive"  # one line, no agent: "X completed: success"
+    MODERATE = "moderate"  # outputs, decisions, errors (by the summariser agent)
+    COMPREHENSIVE = "comprehensive"  # the reasoning compressed (by the summariser agent)
+
+
+# The strategies that run an agent; not built yet (issue 12): a load error says so.
+AGENT_STRATEGIES = (Strategy.MODERATE, Strategy.COMPREHENSIVE)
+SUMMARY_FIELDS = ("summary", "key_outputs", "decisions", "errors")
+
+
+class Summarizer(_Model):
+    """How ``context: {transfer: summary}`` shortens an upstream result: config.toml's
+    ``[summarizer]``, a task file's ``summarizer:``, or a task's own (tui.engine.summaries)."""
+
+    strategy: Strategy = Strategy.AGGRESSIVE
+    agent: str = "claude"  # the summariser's agent type and (cheap) model
+    model: str = ""
+    prompt: str = ""  # "" = the built-in prompt for the strategy
+
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _check_strategy(cls, value: Any) -> Any:
+        value = one_of("summarizer.strategy", value, tuple(s.value for s in Strategy), False)
+        if value in AGENT_STRATEGIES:
+            raise ValueError(
+                f"summarizer.strategy: {value} runs a summariser agent, which is not available "
+                "yet; use aggressive"
+            )
+        return value
+
+
 class FileDefaults(_Model):
     """What a batch file (or config.toml) sets for every task that does not set it itself."""
 
     on_error: OnError = OnError.NONE
     on_max_retries: OnMaxRetries = OnMaxRetries.NONE
     hooks: Hooks | None = None
+    summarizer: Summarizer | None = None
 
     @field_validator("on_error", mode="before")
     @classmethod
@@ -175,6 +204,7 @@ class FileDefaults(_Model):
             on_error=self.on_error or base.on_error,
             on_max_retries=self.on_max_retries or base.on_max_retries,
             hooks=hooks,
+            summarizer=self.summarizer or base.summarizer,
         )
 
     def apply(self, task: Any) -> None:
@@ -186,3 +216,5 @@ class FileDefaults(_Model):
             task.on_max_retries = self.on_max_retries
         if self.hooks is not None:
             task.hooks = self.hooks if task.hooks is None else task.hooks.merged_over(self.hooks)
+        if task.summarizer is None:
+            task.summarizer = self.summarizer

@@ -234,6 +234,10 @@ class Store:
         now = time.time()
         return await self._db.call(lambda t: runs.set_node(t, run_id, node, now))
 
+    async def set_summary(self, task_id: str, summary: str) -> None:
+        """Keep a task's summary (JSON, tui.engine.summaries) for its dependents."""
+        await self._db.call(lambda t: tasks.set_summary(t, task_id, summary))
+
     async def set_run_session(self, run_id: int, session_id: str) -> None:
         await self._db.call(lambda t: runs.set_session(t, run_id, session_id))
 

@@ -39,6 +39,7 @@ class TaskRecord:
     run_started_at: float | None = None
     run_ended_at: float | None = None
     run_node: str = ""  # the Ray node the latest run was placed on ("" when run locally)
+    summary: str | None = None  # JSON kept for `transfer: summary` (tui.engine.summaries)
 
     @property
     def task(self) -> Task:
@@ -91,6 +92,7 @@ class TaskRecord:
             "retry_at": self.retry_at,
             "parent_task_id": t.parent_task_id,
             "result": self.parsed_result,
+            "summary": json.loads(self.summary) if self.summary else None,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

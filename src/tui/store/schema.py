@@ -160,4 +160,9 @@ MIGRATIONS: list[str] = [
         set_at REAL NOT NULL
     );
     """,
+    # v7: a task's summary for its dependents' `context: {transfer: summary}` (issue 12), JSON:
+    # {strategy, summary, size_before, size_after} (tui.engine.summaries).
+    """
+    ALTER TABLE tasks ADD COLUMN summary TEXT;
+    """,
 ]

@@ -22,7 +22,7 @@ COLS = (
 READ_COLS = (
     COLS + ", (SELECT started_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1),"
     " (SELECT ended_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1),"
-    " (SELECT node FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1)"
+    " (SELECT node FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1), summary"
 )
 _SEQ = 17  # submit_seq's place in the columns
 
@@ -206,6 +206,7 @@ def from_row(row: tuple[Any, ...], deps: list[str]) -> TaskRecord:
     rej, q, res, created, updated, seq = row[12:18]
     run_started, run_ended = row[18:20] if len(row) >= 20 else (None, None)
     run_node = row[20] or "" if len(row) >= 21 else ""
+    summary = row[21] if len(row) >= 22 else None
     return TaskRecord(
         id=tid,
         name=name,
@@ -226,6 +227,7 @@ def from_row(row: tuple[Any, ...], deps: list[str]) -> TaskRecord:
         updated_at=updated,
         submit_seq=seq,
         run_node=run_node,
+        summary=summary,
         depends_on=deps,
         run_started_at=run_started,
         run_ended_at=run_ended,
@@ -234,3 +236,8 @@ def from_row(row: tuple[Any, ...], deps: list[str]) -> TaskRecord:
 
 def like_prefix(ref: str) -> str:
     return ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def set_summary(t: Tx, task_id: str, summary: str) -> None:
+    """Keep a task's summary (JSON) for its dependents; the task's state is left alone."""
+    t.db.execute("UPDATE tasks SET summary = ? WHERE id = ?", (summary, task_id))

@@ -1,0 +1,141 @@
+"""``context: {transfer: summary}`` with the aggressive summariser (issue 12): the dependent
+gets one line per upstream task instead of its result, the summary and its size before and
+after are kept with the upstream task. Real SQLite files, real shell subprocesses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tui.engine.scheduler import Engine
+from tui.engine.workflow import prepare
+from tui.model.loader import load_task_text
+from tui.model.states import State
+from tui.model.task import Task
+from tui.model.workflow import Strategy
+from tui.store.db import Store
+from tui.store.records import TaskRecord
+
+PIPELINE = """
+summarizer: {strategy: aggressive}
+tasks:
+  - name: build
+    agent: {type: shell, instructions: "seq 1 5000 | tail -n 15"}
+  - name: lint
+    on_error: skip
+    retry: {max_attempts: 1}
+    agent: {type: shell, instructions: "echo lint broke; exit 2"}
+  - name: report
+    depends_on: [build, lint]
+    context: {transfer: summary}
+    agent: {type: shell, instructions: 'cat "$TUI_CONTEXT_FILE"'}
+"""
+
+
+def load(text: str) -> list[Task]:
+    return load_task_text(text, "wf.yaml").tasks
+
+
+async def run_all(store: Store, text: str) -> dict[str, TaskRecord]:
+    tasks = load(text)
+    async with Engine(store) as e:
+        await e.submit(tasks)
+        await e.wait_settled([t.id for t in tasks])
+    return {r.name: r for r in await store.list_tasks()}
+
+
+async def test_a_dependent_gets_one_line_per_upstream_and_the_sizes_are_kept(
+    store: Store,
+) -> None:
+    recs = await run_all(store, PIPELINE)
+    assert recs["report"].state == State.COMPLETED
+    lines = [ln.text for ln in await store.read_output(recs["report"].id) if ln.stream == 1]
+    got = json.loads("".join(lines))
+    assert got == {
+        "build": {
+            "id": recs["build"].id,
+            "state": "COMPLETED",
+            "summary": "build completed: success",
+        },
+        "lint": {"id": recs["lint"].id, "state": "SKIPPED", "summary": "lint skipped"},
+    }
+    assert "4999" not in "".join(lines)  # the full result did not travel
+    build = recs["build"].to_json()["summary"]
+    full = recs["build"].parsed_result
+    assert build == {
+        "strategy": "aggressive",
+        "summary": "build completed: success",
+        "size_before": len(full),
+        "size_after": len("build completed: success"),
+    }
+    assert build["size_before"] > build["size_after"]
+    assert recs["lint"].to_json()["summary"]["summary"] == "lint skipped"
+    # A task no one summarised has none.
+    assert recs["report"].to_json()["summary"] is None
+
+
+def _record(task: Task, state: State, result: Any = None) -> TaskRecord:
+    return TaskRecord(
+        id=task.id,
+        name=task.name,
+        spec=task,
+        state=state,
+        reason="exit code 4" if state == State.FAILED else "",
+        approved=True,
+        attempts=1,
+        attempt_base=0,
+        retry_at=None,
+        cost_usd=0,
+        tokens_in=0,
+        tokens_out=0,
+        rejection_comment="",
+        question_json=None,
+        result=None if result is None else json.dumps(result),
+        created_at=0,
+        updated_at=0,
+        submit_seq=1,
+        depends_on=list(task.depends_on),
+    )
+
+
+def test_a_prompt_carries_the_summary_instead_of_the_result() -> None:
+    scan, fix = load(
+        """
+tasks:
+  - {name: scan, agent: {type: shell, instructions: "true"}}
+  - name: fix
+    depends_on: [scan]
+    context: {transfer: summary}
+    agent: {type: claude, instructions: "Fix it."}
+"""
+    )
+    assert fix.summarizer is None  # no file or config default: aggressive, built in
+    records = {scan.id: _record(scan, State.COMPLETED, "a very long report " * 100)}
+    prepared = prepare(_record(fix, State.PENDING), records.get)
+    assert prepared.rec.task.agent.instructions == (
+        '<upstream_results>\n<task name="scan" state="COMPLETED">\n'
+        "<summary>scan completed: success</summary>\n</task>\n</upstream_results>\n\nFix it."
+    )
+    kept = json.loads(prepared.summaries[scan.id])
+    assert kept["size_before"] == len("a very long report " * 100)
+    assert kept["size_after"] == len("scan completed: success")
+    prepared.cleanup()
+
+
+def test_a_file_summarizer_applies_to_its_tasks_and_a_task_may_set_its_own() -> None:
+    tasks = load(
+        """
+summarizer: {strategy: aggressive, agent: claude, model: haiku}
+tasks:
+  - {name: a, agent: {type: shell, instructions: "true"}}
+  - name: b
+    summarizer: {model: other}
+    agent: {type: shell, instructions: "true"}
+"""
+    )
+    a, b = tasks
+    assert a.summarizer is not None and a.summarizer.model == "haiku"
+    assert a.summarizer.strategy == Strategy.AGGRESSIVE
+    assert b.summarizer is not None and b.summarizer.model == "other"
+    again = Task.model_validate_json(a.model_dump_json())  # stored and read back the same
+    assert again.summarizer == a.summarizer
