@@ -6,6 +6,7 @@ import pytest
 
 from tests.config.conftest import Dirs
 from tui.config.load import ConfigError, load_config, load_settings
+from tui.model.loader import load_task_text
 
 
 def errors_of(dirs: Dirs) -> list[str]:
@@ -37,6 +38,24 @@ def test_settings_merge_key_by_key_local_wins(dirs: Dirs) -> None:
     assert settings.keys == {"cancel_task": "K", "retry_task": "ctrl+r"}
     # A relative database path is the project's.
     assert settings.database == str(dirs.project / "state" / "tui.db")
+
+
+def test_summarizer_table_merges_key_by_key_and_reaches_task_files(dirs: Dirs) -> None:
+    dirs.write_global('[summarizer]\nagent = "claude"\nmodel = "haiku"\nprompt = "Be brief."\n')
+    dirs.write_local('[summarizer]\nmodel = "sonnet"\n')
+    settings, issues = load_settings(dirs.project)
+    assert issues == []
+    s = settings.summarizer
+    assert s is not None and (s.agent, s.model, s.prompt) == ("claude", "sonnet", "Be brief.")
+    text = (
+        "summarizer: {model: mini}\ntasks:\n  - {name: a, agent: {type: shell, instructions: x}}\n"
+    )
+    mine = "tasks:\n  - {name: a, agent: {type: shell, instructions: x}}\n"
+    config = settings.workflow_defaults()
+    assert load_task_text(mine, "t.yaml", defaults=config).tasks[0].summarizer == s
+    # The file's own summarizer wins over config.toml's.
+    own = load_task_text(text, "t.yaml", defaults=config).tasks[0].summarizer
+    assert own is not None and own.model == "mini"
 
 
 def test_local_task_replaces_global_one_whole(dirs: Dirs) -> None:
@@ -93,6 +112,9 @@ def test_alias_clash_first_wins_with_a_warning_naming_both(dirs: Dirs) -> None:
         ('[settings]\ndefault_role = "ghost"\n', "settings.default_role: unknown role 'ghost'"),
         ('[settings]\nnotifications = "loud"\n', "notifications must be one of"),
         ("[setings]\n", "did you mean [settings]?"),
+        ('[summarizer]\nstrategy = "terse"\n', "summarizer.strategy must be one of aggressive"),
+        ('[summarizer]\nmodle = "haiku"\n', "did you mean `model`?"),
+        ('[settings]\nsummarizer = {strategy = "aggressive"}\n', "a [summarizer] table"),
         ('[tasks.x\nprompt = "p"\n', "invalid TOML"),
     ],
 )

@@ -41,6 +41,7 @@ from tui.model.error_text import human_error
 from tui.model.issues import Issue, TaskFileError
 from tui.model.suggest import did_you_mean
 from tui.model.task import Task
+from tui.model.workflow import Summarizer
 
 M = TypeVar("M", bound=BaseModel)
 XML_NAME_RE = re.compile(r"^[a-z0-9]+([-_][a-z0-9]+)*$")
@@ -184,9 +185,26 @@ def _relative(err: ErrorDetails) -> ErrorDetails:
     return err if err["loc"] else {**err, "loc": ()}
 
 
+def _summarizer(origin: Origin, raw: Any, issues: list[Issue]) -> dict[str, Any]:
+    """The keys a [summarizer] table sets (a local file's win key by key), or {} if wrong."""
+    if not isinstance(raw, dict):
+        issues.append(origin.issue("summarizer", "", "", "must be a table", "write [summarizer]"))
+        return {}
+    try:
+        given = Summarizer.model_validate(raw)
+    except ValidationError as exc:
+        issues += _model_issues(exc, origin, "summarizer", "", Summarizer)
+        return {}
+    return {k: getattr(given, k) for k in given.model_fields_set}
+
+
 def _settings(origin: Origin, raw: Any, issues: list[Issue]) -> Settings | None:
     if not isinstance(raw, dict):
         issues.append(origin.issue("settings", "", "", "must be a table", "write [settings]"))
+        return None
+    if "summarizer" in raw:
+        fix = "move it to a [summarizer] table of its own"
+        issues.append(origin.issue("settings", "", "summarizer", "not a [settings] key", fix))
         return None
     raw = used("settings", raw)
     try:
@@ -225,7 +243,10 @@ def load_settings(project_dir: Path | None = None) -> tuple[Settings, list[Issue
     issues: list[Issue] = []
     merged: dict[str, Any] = {}
     keys: dict[str, Any] = {}
+    summarizer: dict[str, Any] = {}
     for origin, data in _read(project_dir or Path.cwd(), issues):
+        if "summarizer" in data:
+            summarizer.update(_summarizer(origin, data["summarizer"], issues))
         if "settings" not in data:
             continue
         s = _settings(origin, data["settings"], issues)
@@ -233,6 +254,7 @@ def load_settings(project_dir: Path | None = None) -> tuple[Settings, list[Issue
             merged.update({k: getattr(s, k) for k in s.model_fields_set})
             keys.update(s.keys)
     merged["keys"] = keys
+    merged["summarizer"] = Summarizer.model_validate(summarizer) if summarizer else None
     return Settings.model_construct(**{**Settings().model_dump(), **merged}), issues
 
 

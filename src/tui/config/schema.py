@@ -20,6 +20,7 @@ from tui.model.workflow import (
     Hooks,
     OnError,
     OnMaxRetries,
+    Summarizer,
     check_on_error,
     check_on_max_retries,
 )
@@ -34,7 +35,7 @@ CLI_KINDS = tuple(k.name for k in KINDS.values() if k.cli)  # driven through the
 NOTIFY_MODES = ("auto", "off", "osc9", "osc777")
 DEFAULT_CONCURRENCY = 4
 DEFAULT_SHELL = "bash"
-SECTIONS = ("settings", "executor", "agents", "roles", "contexts", "tasks")
+SECTIONS = ("settings", "executor", "summarizer", "agents", "roles", "contexts", "tasks")
 EXECUTOR_KINDS = ("local", "ray")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ADDRESS = re.compile(r"^(auto|(ray://)?(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
@@ -79,6 +80,8 @@ class Settings(_Model):
     on_error: OnError = OnError.NONE
     on_max_retries: OnMaxRetries = OnMaxRetries.NONE
     hooks: Hooks | None = None
+    # From the [summarizer] table (not a [settings] key): `transfer: summary`'s summariser.
+    summarizer: Summarizer | None = None
 
     @field_validator("on_error", mode="before")
     @classmethod
@@ -92,7 +95,10 @@ class Settings(_Model):
 
     def workflow_defaults(self) -> FileDefaults:
         return FileDefaults(
-            on_error=self.on_error, on_max_retries=self.on_max_retries, hooks=self.hooks
+            on_error=self.on_error,
+            on_max_retries=self.on_max_retries,
+            hooks=self.hooks,
+            summarizer=self.summarizer,
         )
 
     @field_validator("command_timeout", mode="before")
