@@ -139,3 +139,86 @@ tasks:
     assert b.summarizer is not None and b.summarizer.model == "other"
     again = Task.model_validate_json(a.model_dump_json())  # stored and read back the same
     assert again.summarizer == a.summarizer
+
+
+# -- agent strategies: a summariser task per upstream task -------------------------------------
+
+# A shell stand-in for the summariser agent: it reads the upstream result from its context file
+# (as an agent reads the <upstream_results> block) and answers with the summary object.
+STAND_IN = (
+    'n=$(wc -c < "$TUI_CONTEXT_FILE"); '
+    'printf \'{"summary": "build printed %s bytes", "key_outputs": ["5000"], '
+    '"decisions": [], "errors": []}\\n\' "$n"'
+)
+
+
+def agent_pipeline(stand_in: str = STAND_IN) -> str:
+    return f"""
+summarizer: {{strategy: moderate, agent: shell, prompt: {json.dumps(stand_in)}}}
+tasks:
+  - name: build
+    agent: {{type: shell, instructions: "seq 1 5000 | tail -n 15"}}
+  - name: lint
+    agent: {{type: shell, instructions: "echo clean"}}
+  - name: report
+    depends_on: [build, lint]
+    context: {{from: [build], transfer: summary}}
+    agent: {{type: shell, instructions: 'cat "$TUI_CONTEXT_FILE"'}}
+  - name: notify
+    depends_on: [build]
+    context: {{transfer: summary}}
+    agent: {{type: shell, instructions: 'cat "$TUI_CONTEXT_FILE"'}}
+"""
+
+
+def test_the_loader_adds_one_summariser_task_per_summarised_upstream() -> None:
+    tasks = load(agent_pipeline())
+    names = [t.name for t in tasks]
+    assert names.count("summarize:build") == 1  # shared by report and notify
+    assert "summarize:lint" not in names  # report takes only build's (context.from)
+    by = {t.name: t for t in tasks}
+    s = by["summarize:build"]
+    assert s.depends_on == [by["build"].id] and s.summarizes == by["build"].id
+    assert s.agent.type == "shell" and s.output_format is not None
+    assert s.id in by["report"].depends_on and s.id in by["notify"].depends_on
+    assert names.index("summarize:build") < names.index("report")
+
+
+async def test_a_summariser_task_runs_and_its_summary_reaches_the_dependents(
+    store: Store,
+) -> None:
+    recs = await run_all(store, agent_pipeline())
+    assert {n: r.state for n, r in recs.items()} == dict.fromkeys(
+        ["build", "lint", "report", "notify", "summarize:build"], State.COMPLETED
+    )
+    s = recs["summarize:build"]
+    expected = {
+        "summary": s.parsed_result["summary"],
+        "key_outputs": ["5000"],
+        "decisions": [],
+        "errors": [],
+    }
+    assert s.parsed_result["summary"].startswith("build printed ")
+    for name in ("report", "notify"):
+        lines = [ln.text for ln in await store.read_output(recs[name].id) if ln.stream == 1]
+        got = json.loads("".join(lines))
+        # Only the upstream named: never the summariser task itself, never the full result.
+        assert got == {"build": {"id": recs["build"].id, "state": "COMPLETED", "summary": expected}}
+    kept = recs["build"].to_json()["summary"]
+    assert kept == {
+        "strategy": "moderate",
+        "summary": expected,
+        "by": s.id,
+        "size_before": len(recs["build"].parsed_result),
+        "size_after": len(json.dumps(expected)),
+    }
+    assert recs["lint"].to_json()["summary"] is None
+
+
+async def test_a_summariser_that_fails_stops_the_dependent_not_the_upstream(
+    store: Store,
+) -> None:
+    recs = await run_all(store, agent_pipeline("echo not json"))
+    assert recs["build"].state == State.COMPLETED
+    assert recs["summarize:build"].state == State.FAILED
+    assert recs["report"].state == State.CANCELLED

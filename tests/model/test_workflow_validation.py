@@ -78,11 +78,8 @@ tasks:
         ('when: "[x for x in needs]"', "ListComp expressions are not allowed here"),
         ("when: needs.build.__class__", "'__class__' is not allowed"),
         ("context: {from: [lint]}", "tasks[1].context.from[0]: context.from names 'lint'"),
-        (
-            "summarizer: {strategy: moderate}",
-            "summarizer.strategy: moderate runs a summariser agent, which is not available yet",
-        ),
         ("summarizer: {strategy: terse}", "summarizer.strategy must be one of aggressive"),
+        ("summarizer: {agent: taskfile}", "summarizer.agent must be one of claude"),
         ("summarizer: {stratgy: aggressive}", "unknown key 'stratgy'"),
         ("context: {transfer: all}", "context.transfer must be one of full, summary, minimal"),
         ("context: {preserve: [everything]}", "context.preserve must be one of outputs"),

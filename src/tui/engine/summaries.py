@@ -1,9 +1,11 @@
 """Summaries of upstream results for ``context: {transfer: summary}`` (issue 12).
 
-The ``aggressive`` strategy needs no agent: one line, "NAME completed: success" (or
-"failure"), read from the stored record so a run after a crash writes the same line. The
-summary is kept with the upstream task (``tasks.summary``, JSON: strategy, summary, and the
-sizes before and after in characters) and shown by ``tui ls --json``.
+``aggressive`` needs no agent: one line, "NAME completed: success" (or "failure", or
+"NAME skipped"), read from the stored record so a run after a crash writes the same line.
+``moderate`` and ``comprehensive`` read the result of the upstream's summariser task (made by
+the loader, tui.model.summaries): the object {summary, key_outputs, decisions, errors}. Each
+summary is kept with the upstream task (``tasks.summary``, JSON: strategy, summary, the sizes
+before and after in characters, and the summariser task's id) and shown by ``tui ls --json``.
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ from typing import Any
 
 from tui.model.states import State
 from tui.model.workflow import Strategy, Summarizer
-
-DEFAULT = Summarizer()
+from tui.store.records import TaskRecord
 
 
 def aggressive_line(name: str, state: str) -> str:
@@ -23,19 +24,32 @@ def aggressive_line(name: str, state: str) -> str:
     return f"{name} completed: {'success' if state == State.COMPLETED.value else 'failure'}"
 
 
-def summarize(view: dict[str, Any], spec: Summarizer | None) -> dict[str, Any]:
-    """The summary of one dependency's view (``tui.engine.workflow.dependency_view``)."""
-    spec = spec or DEFAULT
-    result = view.get("result")
-    full = "" if result is None else result if isinstance(result, str) else json.dumps(result)
-    if view.get("error"):
-        full += view["error"]
-    # Only aggressive loads today (the agent strategies are a load error until built), so
-    # ``spec`` chooses nothing yet; it will name the agent, model and prompt.
-    line = aggressive_line(view["name"], view["state"])
-    return {
-        "strategy": Strategy.AGGRESSIVE.value,
-        "summary": line,
-        "size_before": len(full),
-        "size_after": len(line),
-    }
+def _size(value: Any) -> int:
+    if value is None:
+        return 0
+    return len(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+
+
+def summarize(
+    view: dict[str, Any], spec: Summarizer | None, by: TaskRecord | None = None
+) -> dict[str, Any]:
+    """The summary of one dependency's view (``tui.engine.workflow.dependency_view``);
+    ``by`` is its summariser task, when the strategy has one."""
+    before = _size(view.get("result")) + _size(view.get("error") or None)
+    made: dict[str, Any] = {}
+    if spec is not None and spec.strategy != Strategy.AGGRESSIVE and by is not None:
+        try:
+            summary = by.parsed_result
+        except ValueError:
+            summary = by.result
+        if summary is not None:  # else the summariser was skipped: the one line instead
+            made = {"strategy": spec.strategy.value, "summary": summary, "by": by.id}
+    if not made:
+        # No agent strategy, or a task made without the loader (no summariser task).
+        made = {
+            "strategy": Strategy.AGGRESSIVE.value,
+            "summary": aggressive_line(view["name"], view["state"]),
+        }
+    made["size_before"] = before
+    made["size_after"] = _size(made["summary"])
+    return made

@@ -145,7 +145,7 @@ def prepare(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prep
             changes[key] = NEEDS_USE.sub(lambda m: as_text(value_of(needs, _ref(m.group(0)))), text)
     prepared = Prepared(rec)
     if task.context is not None:
-        views = _transferred(task.context, rec, needs)
+        views = _transferred(task.context, rec, needs, lookup)
         prepared.summaries = {
             v["id"]: json.dumps(v["summary_sizes"]) for v in views.values() if "summary_sizes" in v
         }
@@ -175,19 +175,28 @@ def _ref(text: str) -> NeedsRef:
 
 
 def _transferred(
-    spec: ContextSpec, rec: TaskRecord, needs: dict[str, dict[str, Any]]
+    spec: ContextSpec,
+    rec: TaskRecord,
+    needs: dict[str, dict[str, Any]],
+    lookup: Callable[[str], TaskRecord | None],
 ) -> dict[str, dict[str, Any]]:
-    summarizer = rec.task.summarizer
-    """{name: what is transferred of it}, for the dependencies ``context.from`` names."""
+    """{name: what is transferred of it}, for the dependencies ``context.from`` names
+    (never the summariser tasks the loader added: their results come as the summaries)."""
+    summarizers: dict[str, TaskRecord] = {}
+    for dep_id in rec.depends_on:
+        dep = lookup(dep_id)
+        if dep is not None and dep.task.summarizes:
+            summarizers[dep.task.summarizes] = dep
     if spec.from_ == "all":
-        chosen = [needs[d] for d in rec.depends_on if d in needs]
+        added = {r.id for r in summarizers.values()}
+        chosen = [needs[d] for d in rec.depends_on if d in needs and d not in added]
     else:
         chosen = [needs[n] for n in spec.from_ if n in needs]
     out: dict[str, dict[str, Any]] = {}
     for view in chosen:
         shown: dict[str, Any] = {"id": view["id"], "state": view["state"]}
         if spec.transfer == Transfer.SUMMARY:
-            made = summarize(view, summarizer)
+            made = summarize(view, rec.task.summarizer, summarizers.get(view["id"]))
             shown["summary"] = made["summary"]
             shown["summary_sizes"] = made  # taken off by prepare(), kept with the upstream
         elif spec.transfer == Transfer.FULL:
@@ -206,7 +215,7 @@ def context_block(views: dict[str, dict[str, Any]]) -> str:
         head = f'<task name="{_attr(name)}" state="{view["state"]}"'
         parts = []
         if view.get("summary"):
-            parts.append(f"<summary>{view['summary']}</summary>")
+            parts.append(f"<summary>{as_text(view['summary'])}</summary>")
         if "result" in view and view["result"] is not None:
             parts.append(f"<result>\n{as_text(view['result'])}\n</result>")
         if view.get("error"):

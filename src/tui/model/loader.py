@@ -20,6 +20,7 @@ from tui.model.foreach import foreach_issues
 from tui.model.issues import Issue, TaskFileError
 from tui.model.limits import MAX_ID_CHARS, UnreadableInput, read_bounded
 from tui.model.suggest import did_you_mean
+from tui.model.summaries import add_summarizers
 from tui.model.system_parts import resolve_parts, takes_system
 from tui.model.task import RUNTIME_FIELDS, Task
 from tui.model.variables import Variable, fill, resolve, unknown_uses
@@ -537,4 +538,4 @@ def _finish(
         rank = {name: i for i, name in enumerate(file_order)}
         issues.sort(key=lambda i: (rank.get(i.file, len(rank)), i.line or 0))
         raise TaskFileError(issues, warnings)
-    return LoadResult([e.task for e in entries if e.task is not None], warnings)
+    return LoadResult(add_summarizers([e.task for e in entries if e.task is not None]), warnings)

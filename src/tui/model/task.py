@@ -249,6 +249,7 @@ class Task(_Model):
     on_max_retries: OnMaxRetries = OnMaxRetries.NONE
     hooks: Hooks | None = None
     summarizer: Summarizer | None = None  # for context: {transfer: summary}; see workflow.py
+    summarizes: str = ""  # the id of the task this summariser task summarises (model/summaries)
     # Subtasks (tui.model.subtasks): when a parent completes, and whether it is a group made
     # of a file's `subtasks:` (it runs nothing itself; set by the loader).
     completion: Completion = Completion.ALL

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
+from tui.model.agent_kinds import KINDS
 from tui.model.choices import one_of
 from tui.model.duration import format_duration, parse_duration
 
@@ -151,9 +152,11 @@ class Strategy(StrEnum):
     COMPREHENSIVE = "comprehensive"  # the reasoning compressed (by the summariser agent)
 
 
-# The strategies that run an agent; not built yet (issue 12): a load error says so.
+# The strategies that run the summariser agent as a task of its own (tui.model.summaries).
 AGENT_STRATEGIES = (Strategy.MODERATE, Strategy.COMPREHENSIVE)
 SUMMARY_FIELDS = ("summary", "key_outputs", "decisions", "errors")
+# A shell summariser is a script reading $TUI_CONTEXT_FILE (a stand-in, or a local tool).
+SUMMARIZER_AGENTS = tuple(k for k in KINDS if k != "taskfile")
 
 
 class Summarizer(_Model):
@@ -168,13 +171,12 @@ class Summarizer(_Model):
     @field_validator("strategy", mode="before")
     @classmethod
     def _check_strategy(cls, value: Any) -> Any:
-        value = one_of("summarizer.strategy", value, tuple(s.value for s in Strategy), False)
-        if value in AGENT_STRATEGIES:
-            raise ValueError(
-                f"summarizer.strategy: {value} runs a summariser agent, which is not available "
-                "yet; use aggressive"
-            )
-        return value
+        return one_of("summarizer.strategy", value, tuple(s.value for s in Strategy), False)
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _check_agent(cls, value: Any) -> Any:
+        return one_of("summarizer.agent", value, SUMMARIZER_AGENTS, optional=False)
 
 
 class FileDefaults(_Model):

@@ -1,0 +1,106 @@
+"""The summariser tasks of ``context: {transfer: summary}`` with an agent strategy (issue 12).
+
+For each upstream task U whose result a task T takes as a summary, the loader adds a task
+``summarize:U`` (an ordinary task: queued, run, retried and costed like any, shown in the
+list) that depends on U, gets U's result through ``context: {from: [U]}`` and answers with
+the JSON object {summary, key_outputs, decisions, errors}; T then depends on it too. The
+engine (tui.engine.summaries) puts that object in T's context instead of U's result.
+Made at load time, inside the one submit transaction: a crash never leaves half of it.
+"""
+
+from __future__ import annotations
+
+from tui.model.task import AgentConfig, Task
+from tui.model.workflow import AGENT_STRATEGIES, ContextSpec, Strategy, Summarizer, Transfer
+
+SUMMARY_SCHEMA = {
+    "type": "object",
+    "required": ["summary"],
+    "properties": {
+        "summary": {"type": "string"},
+        "key_outputs": {"type": "array", "items": {"type": "string"}},
+        "decisions": {"type": "array", "items": {"type": "string"}},
+        "errors": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+_ANSWER = (
+    "Answer with one JSON object and nothing else: "
+    '{"summary": "...", "key_outputs": ["..."], "decisions": ["..."], "errors": ["..."]}.'
+)
+PROMPTS = {
+    Strategy.MODERATE: (
+        "Summarise the upstream task's result above for the task that comes next: in "
+        "`summary` two or three sentences; in `key_outputs` what it produced (files, values, "
+        "findings); in `decisions` what it chose and why in a few words; in `errors` what "
+        "went wrong. Leave out its reasoning. " + _ANSWER
+    ),
+    Strategy.COMPREHENSIVE: (
+        "Summarise the upstream task's result above for the task that comes next, keeping "
+        "its reasoning compressed: in `summary` a paragraph with how it got there; in "
+        "`key_outputs` everything it produced; in `decisions` each choice with its reason; "
+        "in `errors` every error and what it meant. " + _ANSWER
+    ),
+}
+
+
+def uses_agent(task: Task) -> bool:
+    spec = task.context
+    return (
+        spec is not None
+        and spec.transfer == Transfer.SUMMARY
+        and task.summarizer is not None
+        and task.summarizer.strategy in AGENT_STRATEGIES
+    )
+
+
+def summarizer_task(upstream: Task | str, spec: Summarizer, like: Task) -> Task:
+    """The task summarising ``upstream`` (a task of this batch, or an id already stored)."""
+    up_id = upstream if isinstance(upstream, str) else upstream.id
+    up_name = upstream if isinstance(upstream, str) else upstream.name
+    agent = AgentConfig(
+        type=spec.agent,
+        model=spec.model,
+        instructions=spec.prompt or PROMPTS[spec.strategy],
+        project_dir=like.agent.project_dir,
+    )
+    return Task.model_validate(
+        {
+            "name": f"summarize:{up_name}",
+            "description": f"{spec.strategy.value} summary of {up_name} for its dependents",
+            "agent": agent.model_dump(),
+            "depends_on": [up_id],
+            "context": ContextSpec(from_=[up_id]).model_dump(),
+            "output_format": {"type": "json", "schema": SUMMARY_SCHEMA},
+            "tags": ["summary"],
+            "summarizes": up_id,
+        }
+    )
+
+
+def add_summarizers(tasks: list[Task]) -> list[Task]:
+    """``tasks`` with a summariser task before each task that needs one (one per upstream
+    task, shared by its dependents), the dependent made to depend on it."""
+    by_id = {t.id: t for t in tasks}
+    made: dict[str, Task] = {}  # upstream id -> its summariser task
+    out: list[Task] = []
+    for task in tasks:
+        if uses_agent(task):
+            assert task.context is not None and task.summarizer is not None
+            for up_id in _upstream_ids(task, by_id):
+                if up_id not in made:
+                    made[up_id] = summarizer_task(by_id.get(up_id, up_id), task.summarizer, task)
+                    out.append(made[up_id])
+                if made[up_id].id not in task.depends_on:
+                    task.depends_on.append(made[up_id].id)
+        out.append(task)
+    return out
+
+
+def _upstream_ids(task: Task, by_id: dict[str, Task]) -> list[str]:
+    """The ids (depends_on holds ids once loaded) of the dependencies ``context.from`` names."""
+    assert task.context is not None
+    if task.context.from_ == "all":
+        return list(task.depends_on)
+    wanted = set(task.context.from_)
+    return [d for d in task.depends_on if d in wanted or (d in by_id and by_id[d].name in wanted)]
