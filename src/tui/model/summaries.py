@@ -63,6 +63,8 @@ def summarizer_task(upstream: Task | str, spec: Summarizer, like: Task) -> Task:
         model=spec.model,
         instructions=spec.prompt or PROMPTS[spec.strategy],
         project_dir=like.agent.project_dir,
+        # It only reads and answers: no plan to approve first (claude plans by default).
+        skip_planning=spec.agent == "claude",
     )
     return Task.model_validate(
         {
