@@ -22,7 +22,7 @@ def test_the_sample_workflow_runs_end_to_end(
     res = tui("run", str(SAMPLE), timeout=120)
     # Skipped tasks are a pipeline that finished: exit 0.
     assert res.returncode == 0, str(res)
-    assert "done: 5 completed, 2 skipped" in res.stderr
+    assert "done: 6 completed, 2 skipped" in res.stderr
     tasks = tui.by_name()
     assert {n: t["state"] for n, t in tasks.items()} == {
         "analyze": "COMPLETED",
@@ -30,6 +30,7 @@ def test_the_sample_workflow_runs_end_to_end(
         "console": "SKIPPED",
         "flaky-lint": "SKIPPED",
         "report": "COMPLETED",
+        "digest": "COMPLETED",
         "per-file": "COMPLETED",
         "per-file[0]": "COMPLETED",
         "per-file[1]": "COMPLETED",
@@ -50,6 +51,11 @@ def test_the_sample_workflow_runs_end_to_end(
         "celebrate: COMPLETED\nconsole: SKIPPED\nflaky-lint: SKIPPED\n"
         "['celebrate', 'console', 'flaky-lint']"
     )
+    # transfer: summary (aggressive): one line per branch, kept with it with its sizes.
+    assert tasks["digest"]["result"] == "celebrate completed: success\nflaky-lint skipped"
+    celebrate = tasks["celebrate"]["summary"]
+    assert celebrate["summary"] == "celebrate completed: success"
+    assert celebrate["size_before"] == len(tasks["celebrate"]["result"])
     assert tasks["console"]["result"] is None  # never ran
     # The hooks got every completed and skipped task as JSON on stdin, one line each.
     seen = [json.loads(line) for line in hook_log.read_text().splitlines()]
@@ -57,6 +63,7 @@ def test_the_sample_workflow_runs_end_to_end(
         ("analyze", "on_complete"),
         ("celebrate", "on_complete"),
         ("console", "on_skip"),
+        ("digest", "on_complete"),
         ("flaky-lint", "on_skip"),
         ("per-file", "on_complete"),
         ("per-file[0]", "on_complete"),
