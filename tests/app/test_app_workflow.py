@@ -54,3 +54,30 @@ tasks:
             )
             await until(pilot, lambda: "skipped" in screen_text(app), "never shown skipped")
             await engine.wait_settled([t.id for t in tasks])
+
+
+async def test_a_summarised_tasks_sizes_show_with_its_result(store: Store) -> None:
+    tasks = load_task_text(
+        """
+tasks:
+  - name: build
+    agent: {type: shell, instructions: "seq 1 30"}
+  - name: report
+    depends_on: [build]
+    context: {transfer: summary}
+    agent: {type: shell, instructions: 'cat "$TUI_CONTEXT_FILE"'}
+""",
+        "wf.yaml",
+    ).tasks
+    before = len("\n".join(str(i) for i in range(11, 31)))
+    after = len("build completed: success")
+    async with owned_engine(store, kill_grace=1.0) as engine:
+        app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await engine.submit(tasks)
+            await until(
+                pilot,
+                lambda: f"summary {before}→{after} chars" in screen_text(app),
+                "build's summary sizes above the output pane",
+            )
+            await engine.wait_settled([t.id for t in tasks])

@@ -433,6 +433,9 @@ class TuiApp(AppActions):
         # Last, with the task's result, so a glance at a finished task says what it produced
         # (`tui ls --json` has it whole); a narrow pane cuts it first.
         result = result_line(rec) if rec else ""
+        if rec is not None and rec.summary:  # what its dependents got instead of the result
+            sizes = json.loads(rec.summary)
+            result += f" · summary {sizes['size_before']}→{sizes['size_after']} chars"
         self._right.border_title = f"{title} · {result}" if result else title
 
     @on(DagView.Selected)
