@@ -192,3 +192,19 @@ def test_diff_of_a_running_task_shows_files_it_has_not_committed(tui: Tui) -> No
     assert run.returncode == 0, out + errs
     ((branch,),) = tui.sql("SELECT branch FROM worktrees")
     assert show(repo, branch, "sub/fresh.txt") == "new\n"
+
+
+def test_config_setting_reaches_tui_task_templates(tui: Tui) -> None:
+    make_repo(tui.dir)  # the project `tui task` runs in
+    config = tui.dir / "user-config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text(
+        "[settings]\nworktree = true\n\n"
+        '[agents.sh]\ntype = "shell"\nscript = "echo templated > shared.txt"\n\n'
+        '[tasks.edit]\nagent = "sh"\nprompt = "edit {instructions}"\n'
+    )
+    res = tui("task", "edit", "now")
+    assert res.returncode == 0, str(res)
+    assert (tui.dir / "shared.txt").read_text() == "base\n"  # it ran in its worktree
+    ((task_id,),) = tui.sql("SELECT task_id FROM worktrees")
+    assert "+templated" in tui("diff", task_id).stdout
