@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
@@ -157,23 +159,31 @@ class Worktrees:
 
     # -- looking at the work ------------------------------------------------------------------
 
-    def _diff_args(self, rec: WorktreeRecord) -> tuple[Path | str, list[str]]:
-        """Where to run a diff and against what: the checkout (committed and uncommitted work)
-        while it exists, else the branch."""
-        if Path(rec.path).exists():
-            return rec.path, [rec.base_sha]
-        if not rec.live:
-            raise GitError(f"the task's worktree was {rec.status}; there is no diff any more")
-        return rec.repo, [rec.base_sha, rec.branch]
+    async def _diff(self, rec: WorktreeRecord, *args: str) -> str:
+        """``git diff ARGS`` of the work against its base: the checkout while it exists —
+        committed, uncommitted and untracked (not ignored) files — else the branch."""
+        if not Path(rec.path).exists():
+            if not rec.live:
+                raise GitError(f"the task's worktree was {rec.status}; there is no diff any more")
+            return (await git(rec.repo, "diff", *args, rec.base_sha, rec.branch, "--")).out
+        # Untracked files are marked intent-to-add in a copy of the checkout's index, so the
+        # diff shows them as new while the agent's own index (and its next commit) stays as is.
+        index = (
+            await git(rec.path, "rev-parse", "--path-format=absolute", "--git-path", "index")
+        ).out
+        with tempfile.TemporaryDirectory(prefix="tui-diff-") as tmp:
+            temp_index = os.path.join(tmp, "index")
+            if os.path.exists(index.strip()):
+                shutil.copyfile(index.strip(), temp_index)
+            env = {"GIT_INDEX_FILE": temp_index}
+            await git(rec.path, "add", "--intent-to-add", "--all", "--", ".", env=env)
+            return (await git(rec.path, "diff", *args, rec.base_sha, "--", env=env)).out
 
     async def diff(self, rec: WorktreeRecord, *, color: bool = False) -> str:
-        where, refs = self._diff_args(rec)
-        flag = "--color=always" if color else "--no-color"
-        return (await git(where, "diff", flag, *refs, "--")).out
+        return await self._diff(rec, "--color=always" if color else "--no-color")
 
     async def changes(self, rec: WorktreeRecord) -> list[FileChange]:
-        where, refs = self._diff_args(rec)
-        out = (await git(where, "diff", "--numstat", *refs, "--")).out
+        out = await self._diff(rec, "--numstat")
         found = []
         for line in out.splitlines():
             added, removed, name = line.split("\t", 2)
