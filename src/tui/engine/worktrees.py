@@ -125,6 +125,7 @@ class Worktrees:
                     raise GitError(
                         f"{path} exists but is not this task's git worktree; move it away"
                     )
+                await clear_stale_lock(path)
             else:
                 await git(rec.repo, "worktree", "prune")
                 branch = f"refs/heads/{rec.branch}"
@@ -149,6 +150,7 @@ class Worktrees:
     async def _save(self, path: Path, message: str) -> str:
         if not path.exists():
             return ""
+        await clear_stale_lock(path)
         await git(path, "add", "-A")
         staged = await git(path, "diff", "--cached", "--quiet", check=False)
         if staged.code == 0:
@@ -317,6 +319,42 @@ class Worktrees:
             await git(repo, "worktree", "prune")
         kept = f" (branch {branch.out.strip()} kept{note})" if branch.code == 0 else ""
         return f"removed {path}{kept}"
+
+
+async def clear_stale_lock(path: Path) -> bool:
+    """Remove the checkout's ``index.lock`` if no process holds it open: git (ours or the
+    agent's) killed mid-write (a ``kill -9`` of the engine) leaves it behind, and every later
+    git command there would then refuse to run. A lock some live process has open is left
+    alone. True when one was removed."""
+    found = await git(path, "rev-parse", "--git-path", "index.lock", check=False)
+    if found.code != 0:
+        return False
+    lock = Path(found.out.strip())
+    lock = lock if lock.is_absolute() else path / lock
+    if not lock.exists() or _held_open(lock):
+        return False
+    lock.unlink(missing_ok=True)
+    return True
+
+
+def _held_open(file: Path) -> bool:
+    """Whether any process we can see has ``file`` open (Linux /proc; others' processes we
+    cannot read are not ours, and cannot be writing our checkout's index)."""
+    target = str(file.resolve())
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 async def _identity(where: str | Path) -> tuple[str, ...]:
