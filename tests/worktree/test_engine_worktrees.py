@@ -94,6 +94,25 @@ async def test_a_stale_index_lock_left_by_a_killed_git_does_not_block_the_retry(
     assert "could not commit" not in await output_of(store, t.id)
 
 
+async def test_a_half_made_first_checkout_is_made_again(store: Store, tmp_path: Path) -> None:
+    # What a kill -9 during the first `git worktree add` leaves: the directory, part-filled,
+    # not a checkout; no agent has run there yet.
+    repo = make_repo(tmp_path / "repo")
+    t = shell_task("half", "cat shared.txt > seen.txt", worktree=True)
+    t.agent.project_dir = str(repo)
+    async with Engine(store) as engine:
+        await engine.submit([t], approved=False)
+        wt = await store.get_worktree(t.id)
+        assert wt is not None and wt.status == "planned"
+        Path(wt.path).mkdir(parents=True)
+        (Path(wt.path) / "shared.txt").write_text("partial\n")
+        await engine.approve(t.id)
+        await settle(engine, t.id)
+        rec = await engine.get(t.id)
+        assert rec is not None and rec.state == State.COMPLETED, rec and rec.reason
+    assert show(repo, wt.branch, "seen.txt") == "base\n"
+
+
 async def test_a_held_index_lock_is_left_alone(tmp_path: Path) -> None:
     from tui.engine.worktrees import clear_stale_lock
 

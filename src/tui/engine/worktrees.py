@@ -119,9 +119,12 @@ class Worktrees:
             raise GitError(f"the task's worktree was {rec.status}; its branch is gone")
         path = Path(rec.path)
         async with self.locks.of(rec.repo):
+            if path.exists() and rec.status == "planned" and not await _is_checkout(path):
+                # A first `git worktree add` cut short (kill -9): no agent has run there yet
+                # (the status turns active only after the add), so nothing of value is lost.
+                shutil.rmtree(path)
             if path.exists():
-                top = await git(path, "rev-parse", "--show-toplevel", check=False)
-                if top.code != 0 or not os.path.samefile(top.out.strip(), path):
+                if not await _is_checkout(path):
                     raise GitError(
                         f"{path} exists but is not this task's git worktree; move it away"
                     )
@@ -319,6 +322,12 @@ class Worktrees:
             await git(repo, "worktree", "prune")
         kept = f" (branch {branch.out.strip()} kept{note})" if branch.code == 0 else ""
         return f"removed {path}{kept}"
+
+
+async def _is_checkout(path: Path) -> bool:
+    """Whether ``path`` is the top of a git checkout (a whole worktree, not a leftover)."""
+    top = await git(path, "rev-parse", "--show-toplevel", check=False)
+    return top.code == 0 and os.path.samefile(top.out.strip(), path)
 
 
 async def clear_stale_lock(path: Path) -> bool:
