@@ -79,3 +79,33 @@ async def test_a_task_without_a_worktree_says_so(store: Store) -> None:
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("4")
             await until(pilot, lambda: "it has no worktree" in screen_text(app), "the note")
+
+
+async def test_a_running_task_shows_the_files_it_has_not_added(
+    store: Store, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    release = tmp_path / "release"
+    busy = shell_task(
+        "busy",
+        "echo brand-new > fresh.txt && touch ready\n"
+        f'while [ ! -e "{release}" ]; do sleep 0.01; done',
+        worktree=True,
+    )
+    busy.agent.project_dir = str(repo)
+    async with owned_engine(store, kill_grace=1.0) as engine:
+        await engine.submit([busy])
+        app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                wt = await store.get_worktree(busy.id)  # planned at submit
+                assert wt is not None
+                await until(pilot, lambda: (Path(wt.path) / "ready").exists(), "its new file")
+                await pilot.press("4")
+                await until(pilot, lambda: "+brand-new" in screen_text(app), "the new file")
+                assert "fresh.txt" in screen_text(app)
+                assert "?? fresh.txt" in git(wt.path, "status", "--porcelain")
+        finally:
+            release.touch()
+        await engine.wait_settled([busy.id])
+    assert show(repo, wt.branch, "fresh.txt") == "brand-new\n"

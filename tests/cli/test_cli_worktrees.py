@@ -155,3 +155,56 @@ def test_config_setting_gives_tasks_that_do_not_say_a_worktree(tui: Tui) -> None
     assert (repo / "own.txt").read_text() == "mine\n"  # opted-out ran in the repository
     assert tui("worktree", "opted-out").returncode == 1
     assert "+plain" in tui("diff", "plain").stdout
+
+
+def test_diff_of_a_running_task_shows_files_it_has_not_committed(tui: Tui) -> None:
+    repo = make_repo(tui.dir / "repo")
+    release = tui.dir / "release"
+    script = (
+        f"# {tui.marker()}\n"
+        "echo edited > shared.txt\nmkdir -p sub && echo new > sub/fresh.txt\n"
+        "echo ignored > junk.log && echo '*.log' > .gitignore\n"
+        "touch ready\n"
+        f'while [ ! -e "{release}" ]; do sleep 0.01; done\n'
+    )
+    run = tui.popen("run", str(write_tasks(tui.dir / "t.yaml", [wt_task("busy", script, repo)])))
+
+    def ready() -> Path | None:
+        rows = tui.sql("SELECT path FROM worktrees")
+        return Path(rows[0][0]) if rows and (Path(rows[0][0]) / "ready").exists() else None
+
+    work = wait_until(ready, "the agent's files in its worktree", proc=run)
+    try:
+        status = git(work, "status", "--porcelain")
+        diff = tui("diff", "busy")
+        assert diff.returncode == 0, str(diff)
+        assert "+++ b/sub/fresh.txt\n" in diff.stdout and "+new\n" in diff.stdout
+        assert "-base\n+edited\n" in diff.stdout
+        assert "junk.log" not in diff.stdout  # ignored files stay out
+        stat = tui("diff", "busy", "--stat").stdout.splitlines()
+        assert ["+1", "-0", "sub/fresh.txt"] in [line.split() for line in stat], stat
+        # The agent's own index is untouched: its new files are still untracked.
+        assert git(work, "status", "--porcelain") == status
+        assert "?? sub/" in status
+    finally:
+        release.touch()
+    out, errs = run.communicate(timeout=60)
+    assert run.returncode == 0, out + errs
+    ((branch,),) = tui.sql("SELECT branch FROM worktrees")
+    assert show(repo, branch, "sub/fresh.txt") == "new\n"
+
+
+def test_config_setting_reaches_tui_task_templates(tui: Tui) -> None:
+    make_repo(tui.dir)  # the project `tui task` runs in
+    config = tui.dir / "user-config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text(
+        "[settings]\nworktree = true\n\n"
+        '[agents.sh]\ntype = "shell"\nscript = "echo templated > shared.txt"\n\n'
+        '[tasks.edit]\nagent = "sh"\nprompt = "edit {instructions}"\n'
+    )
+    res = tui("task", "edit", "now")
+    assert res.returncode == 0, str(res)
+    assert (tui.dir / "shared.txt").read_text() == "base\n"  # it ran in its worktree
+    ((task_id,),) = tui.sql("SELECT task_id FROM worktrees")
+    assert "+templated" in tui("diff", task_id).stdout

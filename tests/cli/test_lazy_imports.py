@@ -61,3 +61,12 @@ def test_version_imports_neither_engine_nor_pydantic(tui: Tui) -> None:
         or m in ("tui.engine.scheduler", "tui.engine.api", "tui.store.db")
     )
     assert heavy == []
+
+
+def test_run_without_a_schema_never_imports_jsonschema(tui: Tui, tmp_path: Path) -> None:
+    """jsonschema (~40 ms) is loaded only to check a task's output_format.schema."""
+    f = write_tasks(tmp_path / "t.yaml", [shell_task("plain", "true")])
+    run = loaded(tui, "run", str(f), "--db", str(tui.db))
+    assert "tui.model.output_format" in run  # the model that would have imported it
+    assert sorted(m for m in run if m.split(".")[0] in ("jsonschema", "referencing")) == []
+    assert tui.state_of("plain") == "COMPLETED"

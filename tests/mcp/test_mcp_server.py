@@ -18,6 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from tests.conftest import owned_engine, question, shell_task, wait_state
 from tests.taskfile.conftest import write_real_constructs, write_taskfile
+from tests.worktree.git_support import make_repo, show
 from tui.agents.mcp_launch import TOOLS
 from tui.engine.scheduler import Engine
 from tui.model.states import State
@@ -313,3 +314,47 @@ async def test_a_parent_waits_blocked_on_the_subtasks_its_agent_created(
     assert child is not None and child.state == State.COMPLETED
     assert rec is not None and rec.parsed_result == "lead-done"
     assert rec.reason == "all 1 subtasks completed"
+
+
+async def test_a_subtask_of_a_worktree_task_works_in_its_parents_worktree(
+    engine: Engine, store: Store, tmp_path: Path
+):
+    repo = make_repo(tmp_path / "repo")
+    go = tmp_path / "parent.go"
+    parent = agent_task(repo, name="lead", worktree=True)
+    parent.agent.instructions = f"while [ ! -f {go} ]; do sleep 0.05; done; echo lead > lead.txt"
+    task_id, run_id = await running(engine, parent)
+    async with mcp_client(store, task_id, run_id) as client:
+        made = await client.call_tool(
+            "create_subtask", {"name": "helper", "instructions": "echo helped > child.txt"}
+        )
+        assert not made.is_error, text_of(made)
+    child_id = json.loads(text_of(made))["task_id"]
+    await wait_state(engine, child_id, State.COMPLETED)
+    child = await engine.get(child_id)
+    assert child is not None and child.task.worktree is not None
+    assert child.task.worktree.from_ == task_id
+    wt = await store.get_worktree(task_id)
+    assert wt is not None
+    assert (Path(wt.path) / "child.txt").read_text() == "helped\n"  # the parent's checkout
+    assert not (repo / "child.txt").exists()
+    go.touch()
+    await wait_state(engine, task_id, State.COMPLETED)
+    assert show(repo, wt.branch, "child.txt") == "helped\n"
+    assert show(repo, wt.branch, "lead.txt") == "lead\n"
+
+
+async def test_a_subtask_of_a_task_without_worktree_gets_none(
+    engine: Engine, store: Store, user_config: Path, tmp_path: Path
+):
+    (user_config / "config.toml").write_text("[settings]\nworktree = true\n")
+    repo = make_repo(tmp_path / "repo")
+    task_id, run_id = await running(engine, agent_task(repo, name="lead", worktree=False))
+    async with mcp_client(store, task_id, run_id) as client:
+        made = await client.call_tool(
+            "create_subtask", {"name": "helper", "instructions": "echo helped > child.txt"}
+        )
+        assert not made.is_error, text_of(made)
+    child_id = json.loads(text_of(made))["task_id"]
+    await wait_state(engine, child_id, State.COMPLETED)
+    assert (repo / "child.txt").read_text() == "helped\n"  # in place, as its parent

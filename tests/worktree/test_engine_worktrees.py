@@ -71,6 +71,60 @@ async def test_a_retry_reuses_the_worktree(store: Store, tmp_path: Path) -> None
     assert (Path(wt.path) / "notes.txt").read_text() == "attempt 1\nattempt 2\n"
 
 
+async def test_a_stale_index_lock_left_by_a_killed_git_does_not_block_the_retry(
+    store: Store, tmp_path: Path
+) -> None:
+    # Attempt 1 leaves what a git killed mid-write leaves (index.lock, nobody holding it) and
+    # fails; its changes must still be committed and attempt 2 must run and commit too.
+    repo = make_repo(tmp_path / "repo")
+    script = (
+        'echo "attempt $TUI_ATTEMPT" >> notes.txt; '
+        '[ "$TUI_ATTEMPT" = 2 ] || { : > "$(git rev-parse --git-path index.lock)"; exit 1; }'
+    )
+    t = shell_task("locked", script, worktree=True, retry={"max_attempts": 2, "delay": "0s"})
+    t.agent.project_dir = str(repo)
+    async with Engine(store) as engine:
+        await engine.submit([t])
+        await settle(engine, t.id)
+        rec = await engine.get(t.id)
+        assert rec is not None and rec.state == State.COMPLETED, rec and rec.reason
+    wt = await store.get_worktree(t.id)
+    assert wt is not None
+    assert show(repo, wt.branch, "notes.txt") == "attempt 1\nattempt 2\n"
+    assert "could not commit" not in await output_of(store, t.id)
+
+
+async def test_a_half_made_first_checkout_is_made_again(store: Store, tmp_path: Path) -> None:
+    # What a kill -9 during the first `git worktree add` leaves: the directory, part-filled,
+    # not a checkout; no agent has run there yet.
+    repo = make_repo(tmp_path / "repo")
+    t = shell_task("half", "cat shared.txt > seen.txt", worktree=True)
+    t.agent.project_dir = str(repo)
+    async with Engine(store) as engine:
+        await engine.submit([t], approved=False)
+        wt = await store.get_worktree(t.id)
+        assert wt is not None and wt.status == "planned"
+        Path(wt.path).mkdir(parents=True)
+        (Path(wt.path) / "shared.txt").write_text("partial\n")
+        await engine.approve(t.id)
+        await settle(engine, t.id)
+        rec = await engine.get(t.id)
+        assert rec is not None and rec.state == State.COMPLETED, rec and rec.reason
+    assert show(repo, wt.branch, "seen.txt") == "base\n"
+
+
+async def test_a_held_index_lock_is_left_alone(tmp_path: Path) -> None:
+    from tui.engine.worktrees import clear_stale_lock
+
+    repo = make_repo(tmp_path / "repo")
+    lock = repo / ".git" / "index.lock"
+    with lock.open("w"):  # held open, as by a git still writing
+        assert not await clear_stale_lock(repo)
+        assert lock.exists()
+    assert await clear_stale_lock(repo)
+    assert not lock.exists()
+
+
 async def test_base_is_pinned_at_submit(store: Store, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     t = shell_task("pinned", "cat shared.txt > seen.txt", worktree=True)

@@ -43,7 +43,7 @@ from tui.engine.scheduler import Engine, EngineError
 from tui.model.issues import Issue, TaskFileError
 from tui.model.loader import load_task_files
 from tui.model.states import State
-from tui.model.task import Task
+from tui.model.task import Task, default_worktree
 from tui.store.records import TaskRecord
 
 # States whose task has a process (or one waiting on a person) that `c` would kill.
@@ -182,6 +182,7 @@ class AppActions(App[None]):
         try:
             seen = len(source.warnings)
             task = await source.make_task(template.name, TaskRequest(instructions))
+            default_worktree([task], load_settings()[0].worktree)  # as `tui task` does
             for warning in source.warnings[seen:]:  # e.g. a context's file that is not there
                 self.notify(warning, title=template.name, severity="warning", timeout=10)
             await self.engine.submit([task])
@@ -420,6 +421,7 @@ class AppActions(App[None]):
                 parts=named_parts,
                 classify=lambda: list(settings.classify),
             ).tasks
+            default_worktree(tasks, settings.worktree)  # as `tui open FILE` does
         except TaskFileError as e:
             self._notify_issues(e.issues, path)
             return

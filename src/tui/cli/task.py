@@ -69,6 +69,7 @@ async def cmd_task(args: argparse.Namespace) -> int:
     from tui.cli.run import run_tasks
     from tui.config.load import load_config
     from tui.config.templates import TaskRequest, TemplateError, find, template_sources
+    from tui.model.task import default_worktree
 
     config = load_config()  # raises ConfigError with every problem
     for w in config.warnings:
@@ -96,6 +97,7 @@ async def cmd_task(args: argparse.Namespace) -> int:
             args.instructions, args.role, args.agent, args.model, variables, args.task_args
         )
         task = await source.make_task(template.name, request)
+        default_worktree([task], config.settings.worktree)
     except TemplateError as e:
         _print_warnings(sources)  # a source that could not load may be why it is missing
         err(str(e))

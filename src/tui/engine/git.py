@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,14 +28,18 @@ class GitResult:
     err: str
 
 
-def _env() -> dict[str, str]:
+def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION}
     env.update(GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true", LC_ALL="C")
+    env.update(extra or {})
     return env
 
 
-async def git(cwd: str | Path, *args: str, check: bool = True) -> GitResult:
-    """``git -C cwd ARGS``; with ``check`` a non-zero exit raises :class:`GitError`."""
+async def git(
+    cwd: str | Path, *args: str, check: bool = True, env: Mapping[str, str] | None = None
+) -> GitResult:
+    """``git -C cwd ARGS``; with ``check`` a non-zero exit raises :class:`GitError`.
+    ``env``: variables set for this command only (e.g. a temporary GIT_INDEX_FILE)."""
     try:
         proc = await asyncio.create_subprocess_exec(
             "git",
@@ -44,7 +49,7 @@ async def git(cwd: str | Path, *args: str, check: bool = True) -> GitResult:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=_env(),
+            env=_env(env),
         )
     except FileNotFoundError:
         raise GitError("git is not installed (worktree tasks need the git command)") from None

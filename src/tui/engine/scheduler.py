@@ -106,6 +106,7 @@ class Engine(RunEnd, Questions, Subtasks):
 
         self._tasks: dict[str, TaskRecord] = {}  # as the store last returned each
         self._children: dict[str, list[str]] = {}  # parents' subtasks (engine.subtasks)
+        self._parent: dict[str, str] = {}  # and each subtask's parent
         self._subtask_dirty: set[str] = set()
         self._reserved: set[str] = set()
         self.graph = Graph()
@@ -222,7 +223,7 @@ class Engine(RunEnd, Questions, Subtasks):
     async def load(self) -> list[TaskRecord]:
         """Read every task into memory. Enough on its own for commands without scheduling."""
         records = await self.store.list_tasks()
-        self._tasks, self.graph, self._children = {}, Graph(), {}
+        self._tasks, self.graph, self._children, self._parent = {}, Graph(), {}, {}
         self._index(records)
         return records
 

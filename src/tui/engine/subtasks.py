@@ -40,6 +40,7 @@ ACTIVE = frozenset({State.QUEUED, State.RUNNING, State.READY, State.BLOCKED})
 class Subtasks:
     _tasks: dict[str, TaskRecord]
     _children: dict[str, list[str]]  # parent id -> child ids, in submit order
+    _parent: dict[str, str]  # child id -> parent id (a settled record's spec stays unparsed)
     _subtask_dirty: set[str]
     _reserved: set[str]  # children let out of PENDING under a max_parallel, not moved yet
     store: Store
@@ -71,8 +72,16 @@ class Subtasks:
 
     def _index_children(self, records: Collection[TaskRecord]) -> None:
         for r in records:
-            parent = r.task.parent_task_id
-            if parent and r.id not in self._children.setdefault(parent, []):
+            # A stored spec is read as JSON, not validated: a settled record keeps it unparsed.
+            parent = (
+                r.spec_fields("parent_task_id")[0]
+                if isinstance(r.spec, str)
+                else r.task.parent_task_id
+            )
+            if not parent:
+                continue
+            self._parent[r.id] = parent
+            if r.id not in self._children.setdefault(parent, []):
                 self._children[parent].append(r.id)
                 self._subtask_dirty.add(parent)
 
@@ -82,13 +91,15 @@ class Subtasks:
             self._reserved.discard(rec.id)
         if rec.id in self._children:
             self._subtask_dirty.add(rec.id)
-        if rec.task.parent_task_id:
-            self._subtask_dirty.add(rec.task.parent_task_id)
+        parent = self._parent.get(rec.id)
+        if parent:
+            self._subtask_dirty.add(parent)
 
     def _parent_lets_run(self, rec: TaskRecord) -> bool:
         """Whether the parent lets ``rec`` leave PENDING now; within its ``max_parallel``
         the slot is reserved at once (callers check several children before any moves)."""
-        parent = self._tasks.get(rec.task.parent_task_id) if rec.task.parent_task_id else None
+        parent_id = self._parent.get(rec.id)
+        parent = self._tasks.get(parent_id) if parent_id else None
         if parent is None:
             return True
         if parent.state not in PARENT_LETS_RUN:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
@@ -117,12 +119,16 @@ class Worktrees:
             raise GitError(f"the task's worktree was {rec.status}; its branch is gone")
         path = Path(rec.path)
         async with self.locks.of(rec.repo):
+            if path.exists() and rec.status == "planned" and not await _is_checkout(path):
+                # A first `git worktree add` cut short (kill -9): no agent has run there yet
+                # (the status turns active only after the add), so nothing of value is lost.
+                shutil.rmtree(path)
             if path.exists():
-                top = await git(path, "rev-parse", "--show-toplevel", check=False)
-                if top.code != 0 or not os.path.samefile(top.out.strip(), path):
+                if not await _is_checkout(path):
                     raise GitError(
                         f"{path} exists but is not this task's git worktree; move it away"
                     )
+                await clear_stale_lock(path)
             else:
                 await git(rec.repo, "worktree", "prune")
                 branch = f"refs/heads/{rec.branch}"
@@ -147,6 +153,7 @@ class Worktrees:
     async def _save(self, path: Path, message: str) -> str:
         if not path.exists():
             return ""
+        await clear_stale_lock(path)
         await git(path, "add", "-A")
         staged = await git(path, "diff", "--cached", "--quiet", check=False)
         if staged.code == 0:
@@ -157,23 +164,31 @@ class Worktrees:
 
     # -- looking at the work ------------------------------------------------------------------
 
-    def _diff_args(self, rec: WorktreeRecord) -> tuple[Path | str, list[str]]:
-        """Where to run a diff and against what: the checkout (committed and uncommitted work)
-        while it exists, else the branch."""
-        if Path(rec.path).exists():
-            return rec.path, [rec.base_sha]
-        if not rec.live:
-            raise GitError(f"the task's worktree was {rec.status}; there is no diff any more")
-        return rec.repo, [rec.base_sha, rec.branch]
+    async def _diff(self, rec: WorktreeRecord, *args: str) -> str:
+        """``git diff ARGS`` of the work against its base: the checkout while it exists —
+        committed, uncommitted and untracked (not ignored) files — else the branch."""
+        if not Path(rec.path).exists():
+            if not rec.live:
+                raise GitError(f"the task's worktree was {rec.status}; there is no diff any more")
+            return (await git(rec.repo, "diff", *args, rec.base_sha, rec.branch, "--")).out
+        # Untracked files are marked intent-to-add in a copy of the checkout's index, so the
+        # diff shows them as new while the agent's own index (and its next commit) stays as is.
+        index = (
+            await git(rec.path, "rev-parse", "--path-format=absolute", "--git-path", "index")
+        ).out
+        with tempfile.TemporaryDirectory(prefix="tui-diff-") as tmp:
+            temp_index = os.path.join(tmp, "index")
+            if os.path.exists(index.strip()):
+                shutil.copyfile(index.strip(), temp_index)
+            env = {"GIT_INDEX_FILE": temp_index}
+            await git(rec.path, "add", "--intent-to-add", "--all", "--", ".", env=env)
+            return (await git(rec.path, "diff", *args, rec.base_sha, "--", env=env)).out
 
     async def diff(self, rec: WorktreeRecord, *, color: bool = False) -> str:
-        where, refs = self._diff_args(rec)
-        flag = "--color=always" if color else "--no-color"
-        return (await git(where, "diff", flag, *refs, "--")).out
+        return await self._diff(rec, "--color=always" if color else "--no-color")
 
     async def changes(self, rec: WorktreeRecord) -> list[FileChange]:
-        where, refs = self._diff_args(rec)
-        out = (await git(where, "diff", "--numstat", *refs, "--")).out
+        out = await self._diff(rec, "--numstat")
         found = []
         for line in out.splitlines():
             added, removed, name = line.split("\t", 2)
@@ -307,6 +322,48 @@ class Worktrees:
             await git(repo, "worktree", "prune")
         kept = f" (branch {branch.out.strip()} kept{note})" if branch.code == 0 else ""
         return f"removed {path}{kept}"
+
+
+async def _is_checkout(path: Path) -> bool:
+    """Whether ``path`` is the top of a git checkout (a whole worktree, not a leftover)."""
+    top = await git(path, "rev-parse", "--show-toplevel", check=False)
+    return top.code == 0 and os.path.samefile(top.out.strip(), path)
+
+
+async def clear_stale_lock(path: Path) -> bool:
+    """Remove the checkout's ``index.lock`` if no process holds it open: git (ours or the
+    agent's) killed mid-write (a ``kill -9`` of the engine) leaves it behind, and every later
+    git command there would then refuse to run. A lock some live process has open is left
+    alone. True when one was removed."""
+    found = await git(path, "rev-parse", "--git-path", "index.lock", check=False)
+    if found.code != 0:
+        return False
+    lock = Path(found.out.strip())
+    lock = lock if lock.is_absolute() else path / lock
+    if not lock.exists() or _held_open(lock):
+        return False
+    lock.unlink(missing_ok=True)
+    return True
+
+
+def _held_open(file: Path) -> bool:
+    """Whether any process we can see has ``file`` open (Linux /proc; others' processes we
+    cannot read are not ours, and cannot be writing our checkout's index)."""
+    target = str(file.resolve())
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 async def _identity(where: str | Path) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from tui.daemon.asking import ask_person
 from tui.daemon.lifecycle import connect
 from tui.engine.asking import answer_values, question_payload
 from tui.engine.scheduler import EngineError
-from tui.model.task import Task
+from tui.model.task import Task, default_worktree
 from tui.store.db import Store
 from tui.taskfile import (
     TaskfileError,
@@ -155,6 +155,7 @@ class Tools:
                 )
             agent = parent.task.agent.model_copy(update={"instructions": instructions})
             child = Task(name=name, description=description, parent_task_id=parent.id, agent=agent)
+            default_worktree([child], False, parent=parent.task)
             client = await connect(store)
             try:
                 [task_id] = await client.submit([child])

@@ -13,7 +13,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -113,6 +112,8 @@ class OutputFormat(BaseModel):
 
 def check_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` if it is a valid JSON Schema (of its ``$schema`` draft, else 2020-12)."""
+    import jsonschema  # ~40 ms: only files with a schema pay it, not every `tui` start
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
@@ -165,6 +166,8 @@ def parse_result(fmt: OutputFormat, text: str | None) -> Parsed:
 
 
 def _check_against(schema: dict[str, Any], value: Any) -> None:
+    import jsonschema
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     error = jsonschema.exceptions.best_match(cls(schema).iter_errors(value))
     if error is not None:

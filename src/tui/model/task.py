@@ -330,13 +330,20 @@ class Task(_Model):
         return _changed(self.model_dump(mode="json"), blank.model_dump(mode="json"))
 
 
-def default_worktree(tasks: list[Task], enabled: bool) -> list[Task]:
-    """The config's ``worktree`` setting: a worktree for every task that does not say (in
-    itself or as its file's default) whether it wants one."""
-    if enabled:
-        for t in tasks:
-            if "worktree" not in t.model_fields_set:
-                t.worktree = WorktreeSpec()
+def default_worktree(tasks: list[Task], enabled: bool, *, parent: Task | None = None) -> list[Task]:
+    """The one rule for tasks that do not say (in themselves or as their file's default)
+    whether they want a worktree, applied wherever tasks are made (files, templates, the
+    app's `o`, subtasks). ``enabled``: the config's ``worktree`` setting gives them one.
+    ``parent`` (subtasks an agent creates): they follow it instead — the parent's worktree,
+    as ``{from: PARENT}`` (not a dependency: the parent waits for them), or none."""
+    for t in tasks:
+        if "worktree" in t.model_fields_set:
+            continue
+        if parent is not None:
+            if parent.worktree is not None:
+                t.worktree = WorktreeSpec(from_=parent.id)
+        elif enabled:
+            t.worktree = WorktreeSpec()
     return tasks
 
 

@@ -61,7 +61,10 @@ async def test_daemon_killed_mid_run_then_the_run_resumes(
         [orphan] = await store.runs(task.id)
     finally:
         await store.close()
-    assert orphan.pgid is not None and group_members(orphan.pgid)  # the CLI outlived its daemon
+    # The dead daemon's guard kills the CLI's group at once (tui.daemon.guard), or the next
+    # daemon's recovery does: which one wins is a race, so only the stored group is checked
+    # here and its end below.
+    assert orphan.pgid is not None
 
     viewer = await ensure(db)  # a new daemon: recovers, then retries with --resume
     try:
