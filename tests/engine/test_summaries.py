@@ -11,7 +11,7 @@ from tui.engine.scheduler import Engine
 from tui.engine.workflow import prepare
 from tui.model.loader import load_task_text
 from tui.model.states import State
-from tui.model.task import Task
+from tui.model.task import Task, default_worktree
 from tui.model.workflow import Strategy
 from tui.store.db import Store
 from tui.store.records import TaskRecord
@@ -182,6 +182,9 @@ def test_the_loader_adds_one_summariser_task_per_summarised_upstream() -> None:
     assert s.agent.type == "shell" and s.output_format is not None
     assert s.id in by["report"].depends_on and s.id in by["notify"].depends_on
     assert names.index("summarize:build") < names.index("report")
+    # config.toml's `worktree = true` gives the file's tasks a checkout, never a summariser.
+    default_worktree(tasks, True)
+    assert s.worktree is None and by["report"].worktree is not None
 
 
 async def test_a_summariser_task_runs_and_its_summary_reaches_the_dependents(

@@ -76,6 +76,8 @@ def summarizer_task(upstream: Task | str, spec: Summarizer, like: Task) -> Task:
             "output_format": {"type": "json", "schema": SUMMARY_SCHEMA},
             "tags": ["summary"],
             "summarizes": up_id,
+            # It reads a result and answers: no checkout, whatever config.toml's `worktree`.
+            "worktree": None,
         }
     )
 
