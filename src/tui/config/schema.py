@@ -19,10 +19,10 @@ from tui.model.workflow import (
     FileDefaults,
     Hooks,
     OnError,
+    OnErrorChoice,
     OnMaxRetries,
+    OnMaxRetriesChoice,
     Summarizer,
-    check_on_error,
-    check_on_max_retries,
 )
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -77,21 +77,11 @@ class Settings(_Model):
     # Rules choosing the agent of a task that leaves agent.type out (tui.model.classify).
     classify: list[ClassifyRule] = Field(default_factory=list)
     # Workflow defaults for every task file's tasks that set none (tui.model.workflow).
-    on_error: OnError = OnError.NONE
-    on_max_retries: OnMaxRetries = OnMaxRetries.NONE
+    on_error: OnErrorChoice = OnError.NONE
+    on_max_retries: OnMaxRetriesChoice = OnMaxRetries.NONE
     hooks: Hooks | None = None
     # From the [summarizer] table (not a [settings] key): `transfer: summary`'s summariser.
     summarizer: Summarizer | None = None
-
-    @field_validator("on_error", mode="before")
-    @classmethod
-    def _check_on_error(cls, value: Any) -> Any:
-        return check_on_error(value)
-
-    @field_validator("on_max_retries", mode="before")
-    @classmethod
-    def _check_on_max_retries(cls, value: Any) -> Any:
-        return check_on_max_retries(value)
 
     def workflow_defaults(self) -> FileDefaults:
         return FileDefaults(

@@ -21,10 +21,10 @@ from tui.model.workflow import (
     ContextSpec,
     Hooks,
     OnError,
+    OnErrorChoice,
     OnMaxRetries,
+    OnMaxRetriesChoice,
     Summarizer,
-    check_on_error,
-    check_on_max_retries,
 )
 
 
@@ -245,8 +245,8 @@ class Task(_Model):
     # failure means, and commands run around the task.
     context: ContextSpec | None = None
     when: str = ""
-    on_error: OnError = OnError.NONE
-    on_max_retries: OnMaxRetries = OnMaxRetries.NONE
+    on_error: OnErrorChoice = OnError.NONE
+    on_max_retries: OnMaxRetriesChoice = OnMaxRetries.NONE
     hooks: Hooks | None = None
     summarizer: Summarizer | None = None  # for context: {transfer: summary}; see workflow.py
     summarizes: str = ""  # the id of the task this summariser task summarises (model/summaries)
@@ -266,16 +266,6 @@ class Task(_Model):
     @classmethod
     def _check_completion(cls, value: Any) -> Any:
         return check_completion(value)
-
-    @field_validator("on_error", mode="before")
-    @classmethod
-    def _check_on_error(cls, value: Any) -> Any:
-        return check_on_error(value)
-
-    @field_validator("on_max_retries", mode="before")
-    @classmethod
-    def _check_on_max_retries(cls, value: Any) -> Any:
-        return check_on_max_retries(value)
 
     # Extension (issue 15): a git worktree and branch of its own for the agent.
     worktree: WorktreeSpec | None = None

@@ -7,9 +7,16 @@ from __future__ import annotations
 
 import shlex
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+)
 
 from tui.model.agent_kinds import KINDS
 from tui.model.choices import one_of
@@ -146,6 +153,12 @@ def check_on_max_retries(value: Any) -> Any:
     return one_of("on_max_retries", value, tuple(v.value for v in OnMaxRetries), optional=True)
 
 
+# The field types a task, a file's defaults and config.toml's [settings] share: a wrong value
+# is the same clear error (the choices named) wherever it is written.
+OnErrorChoice = Annotated[OnError, BeforeValidator(check_on_error)]
+OnMaxRetriesChoice = Annotated[OnMaxRetries, BeforeValidator(check_on_max_retries)]
+
+
 class Strategy(StrEnum):
     AGGRESSIVE = "aggressive"  # one line, no agent: "X completed: success"
     MODERATE = "moderate"  # outputs, decisions, errors (by the summariser agent)
@@ -182,20 +195,10 @@ class Summarizer(_Model):
 class FileDefaults(_Model):
     """What a batch file (or config.toml) sets for every task that does not set it itself."""
 
-    on_error: OnError = OnError.NONE
-    on_max_retries: OnMaxRetries = OnMaxRetries.NONE
+    on_error: OnErrorChoice = OnError.NONE
+    on_max_retries: OnMaxRetriesChoice = OnMaxRetries.NONE
     hooks: Hooks | None = None
     summarizer: Summarizer | None = None
-
-    @field_validator("on_error", mode="before")
-    @classmethod
-    def _check_on_error(cls, value: Any) -> Any:
-        return check_on_error(value)
-
-    @field_validator("on_max_retries", mode="before")
-    @classmethod
-    def _check_on_max_retries(cls, value: Any) -> Any:
-        return check_on_max_retries(value)
 
     def over(self, base: FileDefaults | None) -> FileDefaults:
         """These defaults, what they leave unset taken from ``base`` (a file's over config's)."""
