@@ -8,7 +8,8 @@ over the socket its owner serves (``client``).
 Where things are: ``graph`` (dependencies, what a failure cancels), ``queue`` (priorities and
 slots), ``runner`` (one run: spawn, watchdog, kill), ``questions`` (questions and reviews),
 ``output`` (buffered lines), ``stream`` (the event stream), ``recovery`` (what a dead engine
-left behind). This module ties them together: commands, the schedule loop, and a run's end.
+left behind), ``dispatch`` (dependencies met, the schedule loop, starting runs), ``run_end``
+(a run's end). This module ties them together: the engine's life and its commands.
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ import logging
 import os
 import random
 import uuid
-from collections import Counter
 from collections.abc import (
     AsyncIterator,
     Callable,
-    Collection,
     Iterable,
     Mapping,
     Sequence,
@@ -33,7 +32,7 @@ from typing import Any
 from tui.engine.adapter import Adapter, declared_adapters
 from tui.engine.api import Message, Reply
 from tui.engine.clock import Clock, RealClock
-from tui.engine.conditions import holds
+from tui.engine.dispatch import Dispatch
 from tui.engine.errors import EngineBusy, EngineError
 from tui.engine.events import Cursor, Event
 from tui.engine.graph import Graph
@@ -46,14 +45,13 @@ from tui.engine.run_end import RunEnd
 from tui.engine.runner import Executor, LocalExecutor, Run
 from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
 from tui.engine.subtasks import Subtasks
-from tui.engine.workflow import WorkflowError, needs_of
 from tui.engine.worktree_runs import plan_worktrees
 from tui.engine.worktrees import Worktrees
 from tui.model.states import UNSUCCESSFUL, State
-from tui.model.task import Task, priority_rank
+from tui.model.task import Task
 from tui.model.workflow import FileDefaults
 from tui.procs.process import Child, ProcIdentity, identity_alive, proc_start_time
-from tui.store.db import DiskFullError, Move, Store, StoreError
+from tui.store.db import DiskFullError, Store, StoreError
 from tui.store.records import EventRecord, OutputLine, TaskRecord
 
 log = logging.getLogger(__name__)
@@ -75,7 +73,7 @@ async def live_engine_pid(store: Store) -> int | None:
     return None
 
 
-class Engine(RunEnd, Questions, Subtasks):
+class Engine(Dispatch, RunEnd, Questions, Subtasks):
     def __init__(
         self,
         store: Store,
@@ -391,184 +389,6 @@ class Engine(RunEnd, Questions, Subtasks):
         if rec is None:
             raise EngineError(f"no task with id {task_id!r}")
         return rec
-
-    def _took(self, rec: TaskRecord) -> None:
-        """The store returned ``rec`` as a transaction left it: it replaces what we knew."""
-        self._tasks[rec.id] = rec
-        self._track_retry(rec)
-        self._mark_subtask(rec)
-
-    async def _move(
-        self,
-        task_id: str,
-        expected: State | Collection[State],
-        to: State,
-        reason: str,
-        **updates: Any,
-    ) -> TaskRecord | None:
-        """Compare-and-set ``task_id`` to ``to``; the updated record, or None if refused."""
-        new = await self.store.transition(
-            task_id, expected, to, reason, base=self._tasks.get(task_id), **updates
-        )
-        if new is not None:
-            self._took(new)
-            await self._changed_now()
-        return new
-
-    def _track_retry(self, rec: TaskRecord) -> None:
-        """Keep the set of tasks with a pending automatic retry (scanned on every wake)."""
-        if rec.retry_at is not None and rec.state in UNSUCCESSFUL:
-            self._retrying.add(rec.id)
-        else:
-            self._retrying.discard(rec.id)
-
-    # -- dependencies (what they mean is in ``graph``) ---------------------------------------
-
-    def _pending(self, task_id: str) -> bool:
-        rec = self._tasks.get(task_id)
-        return rec is not None and rec.state == State.PENDING
-
-    async def _check_pending(self, task_id: str) -> None:
-        """Queue a PENDING task whose dependencies are done, skip it if its condition is
-        false, or cancel it if a dependency failed. A skip frees its own dependents: they are
-        checked in the same pass (a worklist, so a long chain of skips needs no recursion)."""
-        work = [task_id]
-        while work:
-            tid = work.pop()
-            rec = self._tasks.get(tid)
-            if rec is None or rec.state != State.PENDING:
-                continue
-            failed = self.graph.blocking(rec, self._tasks.get)
-            if failed is not None:
-                await self._cancel_dependents([(tid, failed.id)], tid)
-                continue
-            if not rec.approved or self.graph.open_deps(tid) or not self._parent_lets_run(rec):
-                continue
-            to, reason = await self._as_parent(rec, *self._condition(rec))
-            new = await self._move(tid, State.PENDING, to, reason)
-            if new is None:
-                continue
-            if to == State.QUEUED:
-                self._enqueue(new)
-            elif to == State.SKIPPED:
-                work += reversed(self.graph.completed(tid))
-            elif to == State.FAILED:
-                await self._cascade_failure(tid)
-
-    def _condition(self, rec: TaskRecord) -> tuple[State, str]:
-        """Where a task whose dependencies are done goes: QUEUED, or SKIPPED when its
-        ``when:`` is false, or FAILED when the condition cannot be evaluated."""
-        when = rec.task.when
-        if not when:
-            return State.QUEUED, "ready to run"
-        try:
-            if holds(when, needs_of(rec, self._tasks.get)):
-                return State.QUEUED, f"ready to run (when: {when})"
-        except WorkflowError as e:
-            return State.FAILED, f"{rec.name}: {e}"
-        return State.SKIPPED, f"skipped: when: {when} is false"
-
-    async def _dependents_may_run(self, task_id: str) -> None:
-        """``task_id`` just COMPLETED (or was skipped): each dependent waits on one fewer."""
-        for dep_id in self.graph.completed(task_id):
-            await self._check_pending(dep_id)
-
-    async def _cascade_failure(self, task_id: str) -> None:
-        """``task_id`` ended badly for good: cancel every PENDING task that waits on it."""
-        await self._cancel_dependents([], task_id)
-
-    async def _cancel_dependents(self, first: list[tuple[str, str]], root: str) -> None:
-        """Cancel ``first`` (task, the dependency that failed) and everything the graph says
-        waits on ``root`` through PENDING tasks: one store transaction, however many."""
-        cancels = first + self.graph.cascade(root, self._pending)
-        if not cancels:
-            return
-        cancelled = {tid for tid, _ in cancels}
-        moves = []
-        for tid, cause in cancels:
-            dep = self._tasks[cause]
-            state = State.CANCELLED if cause in cancelled else dep.state
-            reason = f"dependency {dep.name} ended {state}"
-            moves.append((Move(tid, State.PENDING, State.CANCELLED, reason), self._tasks[tid]))
-        for new in await self.store.move_many(moves):
-            if new is not None:
-                self._took(new)
-        await self._changed_now()
-
-    def _enqueue(self, rec: TaskRecord) -> None:
-        self.queue.push(priority_rank(rec.task.priority), rec.submit_seq, rec.id)
-        self._wake.set()
-
-    # -- scheduling ------------------------------------------------------------------------
-
-    async def _schedule_loop(self) -> None:
-        while True:
-            self._wake.clear()
-            async with self._batch:
-                next_due = await self._due_retries()
-                await self._settle_subtasks()
-                await self._start_runnable()
-            waits: list[asyncio.Task[Any]] = [asyncio.create_task(self._wake.wait())]
-            if next_due is not None:
-                waits.append(asyncio.create_task(self._sleep_until(next_due)))
-            try:
-                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for w in waits:
-                    w.cancel()
-
-    async def _sleep_until(self, when: float) -> None:
-        # The delay is taken when the sleep starts, not when it is scheduled: the clock may
-        # move in between (a test's clock jumps).
-        await self.clock.sleep(when - self.clock.now())
-
-    async def _due_retries(self) -> float | None:
-        now = self.clock.now()
-        next_due: float | None = None
-        for task_id in list(self._retrying):
-            rec = self._tasks[task_id]
-            if rec.retry_at is None or rec.state not in UNSUCCESSFUL:
-                self._retrying.discard(task_id)
-                continue
-            if rec.retry_at <= now:
-                new = await self._move(
-                    task_id, rec.state, State.QUEUED, "automatic retry", retry_at=None
-                )
-                if new is not None:
-                    self._enqueue(new)
-            elif next_due is None or rec.retry_at < next_due:
-                next_due = rec.retry_at
-        return next_due
-
-    async def _start_runnable(self) -> None:
-        busy = Counter(self._tasks[r.task_id].task.agent.type for r in self._running.values())
-        picked = self.queue.pick(
-            busy,
-            lambda tid: self._tasks[tid].task.agent.type,
-            lambda tid: (
-                tid in self._tasks
-                and self._tasks[tid].state == State.QUEUED
-                and tid not in self._running
-            ),
-        )
-        # Started together, so their store calls share one round trip; a slot is taken only
-        # once its run is stored, and nothing else starts tasks meanwhile (this loop is the
-        # only caller, and it waits here).
-        await asyncio.gather(*(self._start(task_id) for task_id in picked))
-
-    async def _start(self, task_id: str) -> None:
-        began = await self.store.start_run(task_id, self.id, self._tasks.get(task_id))
-        if began is None or began.task is None:
-            return
-        self._took(began.task)
-        run = Run(task_id, began.run_id, attempt=began.attempt)
-        self._running[task_id] = run
-        run.runner = asyncio.create_task(
-            self._execute(run, began, self), name=f"run-{began.task.name}"
-        )
-        self._runners.add(run.runner)
-        run.runner.add_done_callback(self._runners.discard)
-        await self._changed_now()
 
     def _output_not_stored(self, e: DiskFullError, run_ids: set[int]) -> None:
         """The disk is full: the runs whose output could not be stored fail (killed, with the
