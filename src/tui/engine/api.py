@@ -236,20 +236,16 @@ class Ask(Command[Asked]):
     timeout: float = Field(default=0.0, ge=0)
 
 
-class Merge(Command[Done]):
+class Merge(TaskCommand):
     """Merge a finished worktree task's branch into its base branch (issue 15)."""
 
-    reply = Done
     op: Literal["merge"] = "merge"
-    task_id: str
 
 
-class Discard(Command[Done]):
+class Discard(TaskCommand):
     """Remove a worktree task's worktree and branch: its work is thrown away."""
 
-    reply = Done
     op: Literal["discard"] = "discard"
-    task_id: str
 
 
 class Send(Command[Done]):

@@ -107,16 +107,18 @@ async def _expire_quietly(e: Engine, question_id: str) -> None:
         await e.expire(question_id)
 
 
-@handles(api.Merge)
-async def _merge(e: Engine, m: api.Merge) -> api.Done:
-    rec, wt = await worktree_of(e, m.task_id, ending=True)
-    return api.Done(text=f"{rec.name}: {await e.worktrees.merge(wt, rec.name)}")
+async def _merge(e: Engine, task_id: str) -> str:
+    rec, wt = await worktree_of(e, task_id, ending=True)
+    return f"{rec.name}: {await e.worktrees.merge(wt, rec.name)}"
 
 
-@handles(api.Discard)
-async def _discard(e: Engine, m: api.Discard) -> api.Done:
-    rec, wt = await worktree_of(e, m.task_id, ending=True)
-    return api.Done(text=f"{rec.name}: {await e.worktrees.discard(wt)}")
+async def _discard(e: Engine, task_id: str) -> str:
+    rec, wt = await worktree_of(e, task_id, ending=True)
+    return f"{rec.name}: {await e.worktrees.discard(wt)}"
+
+
+task_command(api.Merge, _merge)
+task_command(api.Discard, _discard)
 
 
 @handles(api.Send)
