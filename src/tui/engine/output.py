@@ -44,6 +44,8 @@ class OutputBuffer:
         self._lines = 0  # lines in _chunks
         self._raw: list[tuple[str, int, int, float, str]] = []
         self._lock = asyncio.Lock()
+        # Taken by a flush, not yet committed.
+        self._writing: tuple[list[ChunkRow], list[tuple[str, int, int, float, str]]] = ([], [])
         self._flushing: asyncio.Future[None] | None = None
         self._ready = asyncio.Event()
 
@@ -70,6 +72,7 @@ class OutputBuffer:
         async with self._lock:
             chunks, self._chunks, self._lines = self._chunks, [], 0
             raw, self._raw = self._raw, []
+            self._writing = (chunks, raw)
             try:
                 await self._store.append_raw(raw)
                 if not chunks:
@@ -78,7 +81,24 @@ class OutputBuffer:
             except DiskFullError as e:
                 self._not_stored(e, {c[1] for c in chunks} | {r[1] for r in raw})
                 return
+            finally:
+                self._writing = ([], [])
             self._publish(OutputBatch.of_chunks(first_id, chunks))
+
+    def unstored(
+        self, run_id: int
+    ) -> tuple[list[ChunkRow], list[tuple[str, int, int, float, str]]]:
+        """The lines of ``run_id`` not committed yet (buffered, or in a flush under way)."""
+        chunks = [c for c in (*self._writing[0], *self._chunks) if c[1] == run_id]
+        raw = [r for r in (*self._writing[1], *self._raw) if r[1] == run_id]
+        return chunks, raw
+
+    def restore(self, chunks: list[ChunkRow], raw: list[tuple[str, int, int, float, str]]) -> None:
+        """Lines a dead engine had read but not stored (tui.engine.end_log): stored next."""
+        self._chunks += chunks
+        self._lines += sum(c[6] for c in chunks)
+        self._raw += raw
+        self._ready.set()
 
     async def loop(self) -> None:
         """Flush a frame after the first line of each batch, forever."""

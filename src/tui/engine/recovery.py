@@ -6,8 +6,9 @@ processes of an open run are found two ways: by the identity stored in the row, 
 marker every process of a run carries in its environment (``TUI_ENGINE_ID`` and
 ``TUI_RUN_ID``, inherited by its children): a kill -9 between the spawn and the pid's commit
 leaves a process only the marker finds. Their process groups are killed, then the runs are
-ended as interrupted; what happens to their tasks is the engine's business
-(``Engine._recover``). See docs/daemon.md, "Crash safety".
+ended as interrupted — but for those whose agent had exited and whose end was recorded
+(tui.engine.end_log): the engine finishes those as they ended. What happens to their tasks is
+the engine's business (``Engine._recover``). See docs/daemon.md, "Crash safety".
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from tui.engine.runner import ENV_ENGINE_ID, ENV_RUN_ID
 from tui.procs.process import ProcIdentity, identity_alive, kill_orphan_group, proc_start_time
@@ -25,8 +26,10 @@ from tui.store.db import Store
 _KILL_WAIT = 5.0  # seconds to wait for killed processes to be gone (SIGKILL: not long)
 
 
-async def end_orphaned_runs(store: Store) -> list[str]:
-    """Kill the processes of every open run and end it as interrupted; returns their tasks."""
+async def end_orphaned_runs(store: Store, ended: Collection[int] = ()) -> list[int]:
+    """Kill the processes of every open run and end it as interrupted, but for the runs in
+    ``ended`` (their agents had exited: tui.engine.end_log), left open for the engine to
+    finish; returns those of them that are open."""
     runs = await store.runs(open_only=True)
     if not runs:
         return []
@@ -35,8 +38,9 @@ async def end_orphaned_runs(store: Store) -> list[str]:
             kill_orphan_group(ProcIdentity(run.pid, run.pgid, run.proc_start or -1))
     kill_marked({(run.engine_id, run.id) for run in runs})
     for run in runs:
-        await store.end_run(run.id, outcome="interrupted", error="interrupted")
-    return [run.task_id for run in runs]
+        if run.id not in ended:
+            await store.end_run(run.id, outcome="interrupted", error="interrupted")
+    return [run.id for run in runs if run.id in ended]
 
 
 def run_marker(environ: bytes) -> tuple[str, int] | None:

@@ -12,14 +12,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import random
+import signal
 from collections.abc import Collection
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tui.engine.adapter import RunResult
 from tui.engine.attempts import Policy, attempt_move, interrupted_move, task_result
 from tui.engine.clock import Clock
+from tui.engine.end_log import STALL_ENV, Ended, EndLog
 from tui.engine.loops import until_move, with_previous
 from tui.engine.output import OutputBuffer
 from tui.engine.runner import Executor, Run, RunHost, ended_as
@@ -36,6 +40,15 @@ from tui.store.records import STDERR, RunStart, TaskRecord
 log = logging.getLogger(__name__)
 
 DISK_FULL_RETRY = 1.0  # seconds between attempts to store a run's end while the disk is full
+_STALL = os.environ.get(STALL_ENV, "")  # tests only: see tui.engine.end_log
+
+
+async def _stall(run_id: int) -> None:
+    """The test hook of tui.engine.end_log: die, or wait forever, with the end recorded."""
+    if _STALL == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    (Path(_STALL) / str(run_id)).touch()
+    await asyncio.Future()
 
 
 class RunEnd:
@@ -47,6 +60,7 @@ class RunEnd:
     rng: random.Random
     defaults: FileDefaults | None
     worktrees: Worktrees
+    end_log: EndLog | None
     _tasks: dict[str, TaskRecord]
     _running: dict[str, Run]
 
@@ -151,12 +165,27 @@ class RunEnd:
             await self._move(task_id, State.READY, State.RUNNING, "the agent stopped while waiting")
         if error and outcome != State.COMPLETED:
             await self.output.add(run, STDERR, [f"[tui] {error}"])
+        # The agent is done and its output read: from here a kill -9 must not make the next
+        # engine run it again (tui.engine.end_log).
+        if self.end_log is not None:
+            self._record_end(run, outcome, error, stored, result)
+            if _STALL:
+                await _stall(run.run_id)
         await self.output.flush()
         if run.recorded is not None:
             try:
                 await run.recorded
             except Exception:  # the run row lacks its pid; recovery then leaves it alone
                 log.exception("could not store the process of run %s", run.run_id)
+        await self._finish_stored(run, outcome, error, stored, result)
+
+    async def _finish_stored(
+        self, run: Run, outcome: State, error: str, stored: str | None, result: RunResult
+    ) -> None:
+        """The end of a run whose output is stored, the outcome decided: the run's end and the
+        task's next state committed, then what follows for others. Also recovery's way to
+        finish a run the end log names (tui.engine.end_log)."""
+        task_id = run.task_id
         rec = self._tasks[task_id]
         interrupted = run.interrupted and outcome != State.COMPLETED
         review = outcome == State.COMPLETED and rec.task.review and not interrupted
@@ -200,6 +229,36 @@ class RunEnd:
         if outcome == State.CANCELLED:
             await self._cascade_failure(task_id)
         await self._changed_now()
+
+    def _record_end(
+        self, run: Run, outcome: State, error: str, stored: str | None, result: RunResult
+    ) -> None:
+        assert self.end_log is not None
+        chunks, raw = self.output.unstored(run.run_id)
+        self.end_log.write(
+            Ended(
+                run.run_id, run.task_id, run.attempt, outcome, error, stored, result,
+                run.kill_reason, run.seq, run.raw_seq, chunks, raw,
+            )
+        )  # fmt: skip
+
+    async def _finish_ended(self, ended: Ended) -> None:
+        """Recovery: a dead engine's run whose agent had exited and whose end was recorded
+        (tui.engine.end_log) ends as it was about to, with its real exit code; the lines it
+        had not stored are stored now (those it had are not stored twice)."""
+        rec = self._tasks.get(ended.task_id)
+        if rec is None or rec.state != State.RUNNING:
+            await self.store.end_run(ended.run_id, outcome="interrupted", error="interrupted")
+            return
+        text_seq, raw_seq = await self.store.run_stored(ended.run_id)
+        self.output.restore(
+            [c for c in ended.chunks if c[3] > text_seq],
+            [r for r in ended.raw if r[2] > raw_seq],
+        )
+        await self.output.flush()
+        run = Run(ended.task_id, ended.run_id, ended.seq, ended.raw_seq, attempt=ended.attempt)
+        run.kill_reason = ended.kill_reason
+        await self._finish_stored(run, ended.outcome, ended.error, ended.stored, ended.result)
 
     async def _check_output(self, run: Run, result: RunResult) -> tuple[State, str, str | None]:
         """(COMPLETED, a kept parse error or "", the checked result as JSON), or (FAILED, why,

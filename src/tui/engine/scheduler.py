@@ -33,6 +33,7 @@ from tui.engine.adapter import Adapter, declared_adapters
 from tui.engine.api import Message, Reply
 from tui.engine.clock import Clock, RealClock
 from tui.engine.dispatch import Dispatch
+from tui.engine.end_log import EndLog, ends_path
 from tui.engine.errors import EngineBusy, EngineError
 from tui.engine.events import Cursor, Event
 from tui.engine.graph import Graph
@@ -124,6 +125,7 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
         # Told the pid (= process group) of every agent process started (the daemon's guard).
         self.on_spawn: Callable[[int], None] | None = None
         self.worktrees = Worktrees(store)
+        self.end_log: EndLog | None = None  # opened by recovery (tui.engine.end_log)
         self.hooks = HookRunner(store, self._tasks_get, defaults.hooks if defaults else None)
 
     @property
@@ -178,6 +180,10 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
         await self.output.flush()
         await self.hooks.stop()
         await self.store.unregister_engine(self.id)
+        if self.end_log is not None:  # every run is ended and committed
+            self.end_log.clear()
+            self.end_log.close()
+            self.end_log = None
         self.store.on_event = None
         self.stream.live = False
 
@@ -198,10 +204,14 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
 
     async def _recover(self) -> None:
         """Reconcile what a dead engine left behind, then load every task."""
-        await end_orphaned_runs(self.store)
+        where = ends_path(self.db_path)
+        self.end_log = EndLog(where) if where is not None else None
+        ends = self.end_log.read() if self.end_log is not None else {}
+        finish = [ends[run_id] for run_id in await end_orphaned_runs(self.store, ends)]
         records = await self.load()
+        ending = {e.task_id for e in finish}
         for r in records:
-            if r.state == State.RUNNING:
+            if r.state == State.RUNNING and r.id not in ending:
                 await self._requeue_interrupted(r.id)
             elif r.state == State.QUEUED:
                 self._enqueue(r)
@@ -217,6 +227,10 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
             elif rec.approved and self.graph.open_deps(rec.id) == 0:
                 ready.append(rec.id)
         await asyncio.gather(*(self._check_pending(task_id) for task_id in ready))
+        for e in finish:  # agents that had exited, their output stored: not run again
+            await self._finish_ended(e)
+        if self.end_log is not None:
+            self.end_log.clear()
 
     async def load(self) -> list[TaskRecord]:
         """Read every task into memory. Enough on its own for commands without scheduling."""

@@ -342,6 +342,10 @@ class Store:
         """(run_id, number of lines) for each run of a task, oldest first: a log view's map."""
         return await self._db.call(lambda t: output.index(t, task_id), write=False)
 
+    async def run_stored(self, run_id: int) -> tuple[int, int]:
+        """The last line numbers stored for a run, (text, protocol); 0 for none."""
+        return await self._db.call(lambda t: output.run_stored(t, run_id), write=False)
+
     async def read_run_lines(self, run_id: int, first_seq: int, last_seq: int) -> list[OutputLine]:
         """Lines ``first_seq..last_seq`` (1-based, inclusive) of one run."""
         return await self._db.call(

@@ -100,3 +100,13 @@ def run_lines(t: Tx, run_id: int, first_seq: int, last_seq: int) -> list[OutputL
         (run_id, last_seq, run_id, first_seq),
     )
     return [ln for ln in stored_lines(rows) if first_seq <= ln.seq <= last_seq]
+
+
+def run_stored(t: Tx, run_id: int) -> tuple[int, int]:
+    """The last line numbers stored for a run: (text, protocol)."""
+    row = t.one(
+        "SELECT (SELECT COALESCE(MAX(seq + lines - 1), 0) FROM output WHERE run_id = ?),"
+        " (SELECT COALESCE(MAX(seq), 0) FROM raw_output WHERE run_id = ?)",
+        (run_id, run_id),
+    )
+    return (int(row[0]), int(row[1])) if row else (0, 0)

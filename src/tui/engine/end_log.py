@@ -1,0 +1,107 @@
+"""How a run ended, kept beside the database from the moment its agent is done until its end is
+committed: a kill -9 there must not make the next engine run it again.
+
+Once a run's agent has exited and its output has been read to the end, the engine appends one
+line to ``DB-ends`` (the outcome it decided, what the executor said, the run's lines not yet
+stored), then stores those lines and commits the run's end. A plain append, no fsync, no store
+round trip: it has to outlive the engine's process, not the machine. Recovery
+(``Engine._recover``) finishes each run still open that this file names exactly as the dead
+engine was about to — its lines not stored are stored then, once — instead of closing it as
+interrupted and running it again; then the file starts empty. See docs/daemon.md, "Crash
+safety", for the window left (from the agent's exit until its output is read to the end).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui.engine.adapter import RunResult
+from tui.model.states import State
+from tui.store.chunks import ChunkRow
+
+RawRow = tuple[str, int, int, float, str]  # a protocol line: task_id, run_id, seq, at, text
+
+log = logging.getLogger(__name__)
+
+# Test hook, off unless set: a directory, where the engine touches RUN_ID once it has recorded
+# a run's end here and then never stores the end (a test kills it then); or "kill": the engine
+# kills itself (SIGKILL) right after recording the end, before its last lines are stored.
+STALL_ENV = "TUI_TEST_STALL_END"
+
+
+@dataclass(frozen=True)
+class Ended:
+    """One run's end as recorded: enough to finish it without the agent or its output."""
+
+    run_id: int
+    task_id: str
+    attempt: int
+    outcome: State
+    error: str
+    stored: str | None  # the task's result as it is stored
+    result: RunResult
+    kill_reason: str
+    seq: int  # the run's last line numbers (text, protocol)
+    raw_seq: int
+    chunks: list[ChunkRow]  # its lines not stored yet as the end was recorded
+    raw: list[RawRow]
+
+
+def ends_path(db_path: str) -> Path | None:
+    """Where a database's ends are kept; None for a database that is no file."""
+    if not db_path or db_path == ":memory:" or db_path.startswith("file:"):
+        return None
+    return Path(f"{db_path}-ends")
+
+
+class EndLog:
+    """The engine's append-only record of run ends not yet committed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def write(self, ended: Ended) -> None:
+        data = dataclasses.asdict(ended)
+        data["outcome"] = ended.outcome.value
+        data["result"]["outcome"] = ended.result.outcome.value
+        line = json.dumps(data, separators=(",", ":")).encode() + b"\n"
+        try:
+            os.write(self._fd, line)  # one write: a line is there whole or not at all
+        except OSError as e:  # a full disk: the run is then interrupted if we die now
+            log.warning("could not record the end of run %d: %s", ended.run_id, e)
+
+    def read(self) -> dict[int, Ended]:
+        """Every whole line, by run id (a line cut short by a kill is left out)."""
+        try:
+            text = self.path.read_bytes().decode(errors="replace")
+        except OSError:
+            return {}
+        out: dict[int, Ended] = {}
+        for line in text.splitlines():
+            with contextlib.suppress(ValueError, TypeError, KeyError):
+                data = json.loads(line)
+                res = data.pop("result")
+                res["outcome"] = State(res["outcome"])
+                data["outcome"] = State(data["outcome"])
+                data["chunks"] = [tuple(c) for c in data["chunks"]]
+                data["raw"] = [tuple(r) for r in data["raw"]]
+                ended = Ended(result=RunResult(**res), **data)
+                out[ended.run_id] = ended
+        return out
+
+    def clear(self) -> None:
+        """Every run named here is committed now."""
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, 0)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
