@@ -1,0 +1,50 @@
+"""The end log beside the database (tui.engine.end_log): what a kill -9 leaves in it is read
+back whole, and a line cut short by the kill is left out rather than misread."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tui.engine.adapter import RunResult
+from tui.engine.end_log import Ended, EndLog, ends_path
+from tui.model.states import State
+
+
+def ended(run_id: int, code: int) -> Ended:
+    outcome = State.COMPLETED if code == 0 else State.FAILED
+    return Ended(
+        run_id=run_id,
+        task_id=f"t{run_id}",
+        attempt=1,
+        outcome=outcome,
+        error="" if code == 0 else f"exit code {code}",
+        stored=None,
+        result=RunResult(outcome, exit_code=code, result="last line\nwith \u00e9"),
+        kill_reason="",
+        seq=3,
+        raw_seq=0,
+        chunks=[(f"t{run_id}", run_id, 1, 2, 1.5, "b\nc", 2)],
+        raw=[],
+    )
+
+
+def test_ends_are_read_back_and_a_cut_line_is_left_out(tmp_path: Path) -> None:
+    path = ends_path(str(tmp_path / "tui.db"))
+    assert path == tmp_path / "tui.db-ends"
+    log = EndLog(path)
+    log.write(ended(1, 0))
+    log.write(ended(2, 3))
+    with open(path, "ab") as f:
+        f.write(b'{"run_id":3,"task_id":"t3","attem')  # the kill came mid-write
+    got = EndLog(path).read()
+    assert got == {1: ended(1, 0), 2: ended(2, 3)}
+    log.clear()
+    assert EndLog(path).read() == {}
+    log.write(ended(4, 1))  # appends after the clear start at the beginning again
+    assert list(EndLog(path).read()) == [4]
+    log.close()
+
+
+def test_a_database_that_is_no_file_keeps_no_end_log() -> None:
+    assert ends_path(":memory:") is None
+    assert ends_path("") is None
