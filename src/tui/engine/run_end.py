@@ -172,6 +172,10 @@ class RunEnd:
             if _STALL:
                 await _stall(run.run_id)
         await self.output.flush()
+        if run.kill_reason == "disk_full" and outcome != State.FAILED:
+            # Its last lines met a full disk after it ended: it cannot count as done with
+            # output missing (the reason names the file and what to do).
+            outcome, error, stored = State.FAILED, run.kill_error, None
         if run.recorded is not None:
             try:
                 await run.recorded
@@ -256,9 +260,13 @@ class RunEnd:
             [r for r in ended.raw if r[2] > raw_seq],
         )
         await self.output.flush()
+        outcome, error, stored = ended.outcome, ended.error, ended.stored
+        if ended.chunks and (await self.store.run_stored(ended.run_id))[0] < ended.seq:
+            # Its last lines still meet a full disk: not done with output missing.
+            outcome, error, stored = State.FAILED, "its last lines could not be stored", None
         run = Run(ended.task_id, ended.run_id, ended.seq, ended.raw_seq, attempt=ended.attempt)
         run.kill_reason = ended.kill_reason
-        await self._finish_stored(run, ended.outcome, ended.error, ended.stored, ended.result)
+        await self._finish_stored(run, outcome, error, stored, ended.result)
 
     async def _check_output(self, run: Run, result: RunResult) -> tuple[State, str, str | None]:
         """(COMPLETED, a kept parse error or "", the checked result as JSON), or (FAILED, why,
