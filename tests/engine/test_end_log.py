@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui.engine.adapter import RunResult
-from tui.engine.end_log import Ended, EndLog, ends_path
+from tui.engine.end_log import MAX_RECORD, Ended, EndLog, ends_path
 from tui.model.states import State
 
 
@@ -32,8 +32,7 @@ def test_ends_are_read_back_and_a_cut_line_is_left_out(tmp_path: Path) -> None:
     path = ends_path(str(tmp_path / "tui.db"))
     assert path == tmp_path / "tui.db-ends"
     log = EndLog(path)
-    log.write(ended(1, 0))
-    log.write(ended(2, 3))
+    assert log.write(ended(1, 0)) and log.write(ended(2, 3))
     with open(path, "ab") as f:
         f.write(b'{"run_id":3,"task_id":"t3","attem')  # the kill came mid-write
     got = EndLog(path).read()
@@ -48,3 +47,18 @@ def test_ends_are_read_back_and_a_cut_line_is_left_out(tmp_path: Path) -> None:
 def test_a_database_that_is_no_file_keeps_no_end_log() -> None:
     assert ends_path(":memory:") is None
     assert ends_path("") is None
+
+
+def test_the_log_starts_empty_once_no_end_is_outstanding(tmp_path: Path) -> None:
+    path = tmp_path / "tui.db-ends"
+    log = EndLog(path)
+    assert log.write(ended(1, 0)) and log.write(ended(2, 0))
+    log.done()  # run 1 committed; run 2 not yet
+    assert list(EndLog(path).read()) == [1, 2]
+    log.done()
+    assert path.stat().st_size == 0
+    huge = ended(3, 0)
+    huge.chunks.append(("t3", 3, 1, 3, 1.5, "x" * MAX_RECORD, 1))
+    assert not log.write(huge)  # not recorded: it would take the database's room
+    assert path.stat().st_size == 0
+    log.close()

@@ -60,22 +60,49 @@ def ends_path(db_path: str) -> Path | None:
     return Path(f"{db_path}-ends")
 
 
+# A record larger than this is not written (the run is then interrupted if the engine dies
+# before its end is committed): its lines would take room the database may need for the end.
+# A run's unstored lines are a flush interval's worth; this is far beyond that.
+MAX_RECORD = 256 * 1024
+
+
 class EndLog:
-    """The engine's append-only record of run ends not yet committed."""
+    """The engine's append-only record of run ends not yet committed; it starts empty again
+    whenever none is outstanding, so it stays small."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._outstanding = 0
 
-    def write(self, ended: Ended) -> None:
+    def write(self, ended: Ended) -> bool:
+        """Record ``ended``; True if it is there whole (then call ``done`` once it is
+        committed)."""
         data = dataclasses.asdict(ended)
         data["outcome"] = ended.outcome.value
         data["result"]["outcome"] = ended.result.outcome.value
         line = json.dumps(data, separators=(",", ":")).encode() + b"\n"
+        if len(line) > MAX_RECORD:
+            return False
         try:
-            os.write(self._fd, line)  # one write: a line is there whole or not at all
+            size = os.fstat(self._fd).st_size if self._outstanding else 0
+            written = os.write(self._fd, line)
         except OSError as e:  # a full disk: the run is then interrupted if we die now
             log.warning("could not record the end of run %d: %s", ended.run_id, e)
+            return False
+        if written < len(line):  # the disk is full: give the room back to the database
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, size)
+            return False
+        self._outstanding += 1
+        return True
+
+    def done(self) -> None:
+        """A recorded end is committed."""
+        self._outstanding -= 1
+        if self._outstanding <= 0:
+            self._outstanding = 0
+            self.clear()
 
     def read(self) -> dict[int, Ended]:
         """Every whole line, by run id (a line cut short by a kill is left out)."""

@@ -167,21 +167,22 @@ class RunEnd:
             await self.output.add(run, STDERR, [f"[tui] {error}"])
         # The agent is done and its output read: from here a kill -9 must not make the next
         # engine run it again (tui.engine.end_log).
-        if self.end_log is not None:
-            self._record_end(run, outcome, error, stored, result)
-            if _STALL:
-                await _stall(run.run_id)
-        await self.output.flush()
-        if run.kill_reason == "disk_full" and outcome != State.FAILED:
-            # Its last lines met a full disk after it ended: it cannot count as done with
-            # output missing (the reason names the file and what to do).
-            outcome, error, stored = State.FAILED, run.kill_error, None
-        if run.recorded is not None:
-            try:
-                await run.recorded
-            except Exception:  # the run row lacks its pid; recovery then leaves it alone
-                log.exception("could not store the process of run %s", run.run_id)
-        await self._finish_stored(run, outcome, error, stored, result)
+        recorded = await self._record_end(run, outcome, error, stored, result)
+        try:
+            await self.output.flush()
+            if run.kill_reason == "disk_full" and outcome != State.FAILED:
+                # Its last lines met a full disk after it ended: it cannot count as done with
+                # output missing (the reason names the file and what to do).
+                outcome, error, stored = State.FAILED, run.kill_error, None
+            if run.recorded is not None:
+                try:
+                    await run.recorded
+                except Exception:  # the run row lacks its pid; recovery then leaves it alone
+                    log.exception("could not store the process of run %s", run.run_id)
+            await self._finish_stored(run, outcome, error, stored, result)
+        finally:
+            if recorded and self.end_log is not None:
+                self.end_log.done()
 
     async def _finish_stored(
         self, run: Run, outcome: State, error: str, stored: str | None, result: RunResult
@@ -234,17 +235,22 @@ class RunEnd:
             await self._cascade_failure(task_id)
         await self._changed_now()
 
-    def _record_end(
+    async def _record_end(
         self, run: Run, outcome: State, error: str, stored: str | None, result: RunResult
-    ) -> None:
-        assert self.end_log is not None
+    ) -> bool:
+        """The end in the end log, before it is stored; True if it is there."""
+        if self.end_log is None:
+            return False
         chunks, raw = self.output.unstored(run.run_id)
-        self.end_log.write(
+        recorded = self.end_log.write(
             Ended(
                 run.run_id, run.task_id, run.attempt, outcome, error, stored, result,
                 run.kill_reason, run.seq, run.raw_seq, chunks, raw,
             )
         )  # fmt: skip
+        if recorded and _STALL:
+            await _stall(run.run_id)
+        return recorded
 
     async def _finish_ended(self, ended: Ended) -> None:
         """Recovery: a dead engine's run whose agent had exited and whose end was recorded
