@@ -31,6 +31,7 @@ from typing import Any
 
 from tui.engine.adapter import Adapter, declared_adapters
 from tui.engine.api import Message, Reply
+from tui.engine.children import Children
 from tui.engine.clock import Clock, RealClock
 from tui.engine.dispatch import Dispatch
 from tui.engine.errors import EngineBusy, EngineError
@@ -103,10 +104,9 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
         )
 
         self._tasks: dict[str, TaskRecord] = {}  # as the store last returned each
-        self._children: dict[str, list[str]] = {}  # parents' subtasks (engine.subtasks)
+        self._children: dict[str, Children] = {}  # parents' subtasks (engine.subtasks)
         self._parent: dict[str, str] = {}  # and each subtask's parent
         self._subtask_dirty: set[str] = set()
-        self._reserved: set[str] = set()
         self.graph = Graph()
         self.queue = RunQueue(concurrency, agent_limits)
         self._retrying: set[str] = set()  # tasks waiting for an automatic retry

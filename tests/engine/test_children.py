@@ -1,0 +1,112 @@
+"""A parent's children counted as they change (tui.engine.children): what settling the parent
+reads instead of rescanning every child."""
+
+from __future__ import annotations
+
+import time
+
+from tui.engine.children import Children
+from tui.model.states import State
+from tui.store.records import TaskRecord
+
+
+def record(task_id: str, state: State, retry_at: float | None = None) -> TaskRecord:
+    return TaskRecord(
+        id=task_id,
+        name=task_id,
+        spec="{}",
+        state=state,
+        reason="",
+        approved=True,
+        attempts=0,
+        attempt_base=0,
+        retry_at=retry_at,
+        cost_usd=0.0,
+        tokens_in=0,
+        tokens_out=0,
+        rejection_comment="",
+        question_json=None,
+        result=None,
+        created_at=0.0,
+        updated_at=0.0,
+        submit_seq=0,
+    )
+
+
+def counts(kids: Children) -> dict[str, object]:
+    return {
+        "n": len(kids),
+        "completed": kids.completed,
+        "over": kids.over,
+        "lost": kids.lost,
+        "busy": kids.busy,
+        "live": kids.live,
+        "pending": list(kids.pending),
+    }
+
+
+def test_counts_follow_each_child_through_its_states() -> None:
+    kids = Children()
+    for i in range(3):
+        assert kids.add(record(f"c{i}", State.PENDING))
+    assert not kids.add(record("c0", State.PENDING))  # known: counted again, not twice
+    assert list(kids) == ["c0", "c1", "c2"]
+    assert counts(kids) == {
+        "n": 3,
+        "completed": 0,
+        "over": 0,
+        "lost": 0,
+        "busy": 0,
+        "live": 3,
+        "pending": ["c0", "c1", "c2"],
+    }
+
+    kids.reserved.add("c0")  # let out under max_parallel, not moved yet: holds a slot
+    assert kids.busy == 1
+    kids.update(record("c0", State.QUEUED))
+    assert kids.busy == 1 and kids.reserved == set()
+    kids.update(record("c0", State.RUNNING))
+    kids.update(record("c1", State.SKIPPED))
+    kids.update(record("c2", State.FAILED, retry_at=time.time() + 60))  # a retry is coming
+    assert counts(kids) == {
+        "n": 3,
+        "completed": 0,
+        "over": 1,
+        "lost": 0,
+        "busy": 1,
+        "live": 1,
+        "pending": [],
+    }
+
+    kids.update(record("c2", State.FAILED))  # no retry left: failed for good
+    kids.update(record("c0", State.COMPLETED))
+    assert counts(kids) == {
+        "n": 3,
+        "completed": 1,
+        "over": 3,
+        "lost": 1,
+        "busy": 0,
+        "live": 0,
+        "pending": [],
+    }
+
+    kids.update(record("c2", State.PENDING))  # retried by hand
+    assert kids.lost == 0 and kids.over == 2 and kids.live == 1 and list(kids.pending) == ["c2"]
+
+
+def test_counts_built_from_stored_records_equal_counts_kept_along_the_way() -> None:
+    """After a restart the engine counts the children as it loads them: the same numbers."""
+    states = [State.COMPLETED, State.RUNNING, State.FAILED, State.PENDING, State.CANCELLED]
+    kept = Children()
+    finals = []
+    for i in range(len(states)):
+        kept.add(record(f"c{i}", State.PENDING))
+    for i, state in enumerate(states):
+        for step in (State.QUEUED, State.RUNNING, state):
+            kept.update(record(f"c{i}", step))
+        finals.append(record(f"c{i}", state))
+    loaded = Children()
+    for rec in finals:
+        loaded.add(rec)
+    assert counts(loaded) == counts(kept)
+    assert counts(loaded)["lost"] == 2 and counts(loaded)["completed"] == 1
