@@ -28,6 +28,16 @@ from tui.model.duration import format_duration, parse_duration
 RESULT_CHARS = 64 * 1024
 
 
+# A plain command's result (its last stdout lines, tui.agents.result_tail) is read from this
+# much of the end of its stdout: one that starts further back is kept from there, after "…".
+RESULT_TAIL_BYTES = 1024 * 1024
+CUT_NOTE = (
+    f"the result was cut: a command's last stdout lines are read from its last "
+    f"{RESULT_TAIL_BYTES // 1024} KiB of stdout and these began before them "
+    "(print less, or write the result to a file and print its path)"
+)
+
+
 def cap_result(text: str) -> str:
     return text if len(text) <= RESULT_CHARS else "…" + text[-(RESULT_CHARS - 1) :]
 
