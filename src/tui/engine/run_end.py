@@ -4,7 +4,7 @@ stored in one transaction (decided by tui.engine.attempts), and the dependents f
 cancelled.
 
 A part of ``Engine`` (mixed in, as ``questions`` is): it uses the engine's records, moves and
-runs, declared below, and nothing else of it.
+runs, declared in tui.engine.core, and nothing else of it.
 """
 
 from __future__ import annotations
@@ -12,25 +12,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
-from collections.abc import Collection
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
 
 from tui.engine.adapter import RunResult
 from tui.engine.attempts import Policy, attempt_move, interrupted_move, task_result
-from tui.engine.clock import Clock
+from tui.engine.core import EngineCore
 from tui.engine.loops import until_move, with_previous
-from tui.engine.output import OutputBuffer
-from tui.engine.runner import Executor, Run, RunHost, ended_as
+from tui.engine.runner import Run, RunHost, ended_as
 from tui.engine.talk import show_continuation
 from tui.engine.validation import check_result, validator_cwd, validator_env
 from tui.engine.workflow import WorkflowError, prepare
 from tui.engine.worktree_runs import in_worktree
-from tui.engine.worktrees import Worktrees
 from tui.model.states import UNSUCCESSFUL, State
-from tui.model.workflow import FileDefaults
-from tui.store.db import DiskFullError, Move, Store
+from tui.store.db import DiskFullError, Move
 from tui.store.records import STDERR, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
@@ -38,64 +32,7 @@ log = logging.getLogger(__name__)
 DISK_FULL_RETRY = 1.0  # seconds between attempts to store a run's end while the disk is full
 
 
-class RunEnd:
-    # What the engine provides (see scheduler.Engine).
-    store: Store
-    executor: Executor
-    output: OutputBuffer
-    clock: Clock
-    rng: random.Random
-    defaults: FileDefaults | None
-    worktrees: Worktrees
-    _tasks: dict[str, TaskRecord]
-    _running: dict[str, Run]
-
-    def _get(self, task_id: str) -> TaskRecord:
-        raise NotImplementedError
-
-    def _took(self, rec: TaskRecord) -> None:
-        raise NotImplementedError
-
-    def _enqueue(self, rec: TaskRecord) -> None:
-        raise NotImplementedError
-
-    async def _move(
-        self,
-        task_id: str,
-        expected: State | Collection[State],
-        to: State,
-        reason: str,
-        **updates: Any,
-    ) -> TaskRecord | None:
-        raise NotImplementedError
-
-    async def _changed_now(self) -> None:
-        raise NotImplementedError
-
-    async def _dependents_may_run(self, task_id: str) -> None:
-        raise NotImplementedError
-
-    async def _cascade_failure(self, task_id: str) -> None:
-        raise NotImplementedError
-
-    if TYPE_CHECKING:  # the engine's own (tui.engine.scheduler)
-
-        @property
-        def engine_id(self) -> str: ...
-
-        @property
-        def db_path(self) -> str: ...
-
-    if TYPE_CHECKING:  # from tui.engine.questions and .subtasks, the other parts of Engine
-
-        def _waits_on_children(self, task_id: str) -> bool: ...
-
-        async def _close_run_questions(self, run: Run, status: str) -> None: ...
-
-        async def _raise(
-            self, task_id: str, run: Run | None, kind: str, payload: dict[str, Any]
-        ) -> str: ...
-
+class RunEnd(EngineCore):
     # -- one attempt ---------------------------------------------------------------------------
 
     async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None:

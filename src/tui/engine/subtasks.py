@@ -19,55 +19,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from typing import Any
 
 from tui.engine import foreach
 from tui.engine.children import Children
+from tui.engine.core import EngineCore
 from tui.engine.errors import EngineError
 from tui.engine.graph import failed_for_good
 from tui.engine.workflow import WorkflowError
 from tui.model.states import ENDED, SATISFIED, State
 from tui.model.subtasks import Completion
-from tui.store.db import Store, StoreError
+from tui.store.db import StoreError
 from tui.store.records import TaskRecord
 
 # A child may start while its parent is in one of these.
 PARENT_LETS_RUN = frozenset({State.RUNNING, State.BLOCKED, State.READY})
 
 
-class Subtasks:
-    _tasks: dict[str, TaskRecord]
-    _children: dict[str, Children]  # parent id -> its children, in submit order, counted
-    _parent: dict[str, str]  # child id -> parent id (a settled record's spec stays unparsed)
-    _subtask_dirty: set[str]
-    store: Store
-
-    def _index(self, records: Sequence[TaskRecord]) -> None:
-        raise NotImplementedError
-
-    async def _move(
-        self,
-        task_id: str,
-        expected: State | Collection[State],
-        to: State,
-        reason: str,
-        **updates: Any,
-    ) -> TaskRecord | None:
-        raise NotImplementedError
-
-    async def cancel(self, task_id: str, reason: str = "cancelled by user") -> str:
-        raise NotImplementedError
-
-    async def _check_pending(self, task_id: str) -> None:
-        raise NotImplementedError
-
-    async def _dependents_may_run(self, task_id: str) -> None:
-        raise NotImplementedError
-
-    async def _cascade_failure(self, task_id: str) -> None:
-        raise NotImplementedError
-
+class Subtasks(EngineCore):
     def _index_children(self, records: Collection[TaskRecord]) -> None:
         for r in records:
             # A stored spec is read as JSON, not validated: a settled record keeps it unparsed.
