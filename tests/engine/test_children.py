@@ -5,32 +5,9 @@ from __future__ import annotations
 
 import time
 
+from tests.engine.workflow_support import task_record
 from tui.engine.children import Children
 from tui.model.states import State
-from tui.store.records import TaskRecord
-
-
-def record(task_id: str, state: State, retry_at: float | None = None) -> TaskRecord:
-    return TaskRecord(
-        id=task_id,
-        name=task_id,
-        spec="{}",
-        state=state,
-        reason="",
-        approved=True,
-        attempts=0,
-        attempt_base=0,
-        retry_at=retry_at,
-        cost_usd=0.0,
-        tokens_in=0,
-        tokens_out=0,
-        rejection_comment="",
-        question_json=None,
-        result=None,
-        created_at=0.0,
-        updated_at=0.0,
-        submit_seq=0,
-    )
 
 
 def counts(kids: Children) -> dict[str, object]:
@@ -48,8 +25,8 @@ def counts(kids: Children) -> dict[str, object]:
 def test_counts_follow_each_child_through_its_states() -> None:
     kids = Children()
     for i in range(3):
-        assert kids.add(record(f"c{i}", State.PENDING))
-    assert not kids.add(record("c0", State.PENDING))  # known: counted again, not twice
+        assert kids.add(task_record(f"c{i}", State.PENDING))
+    assert not kids.add(task_record("c0", State.PENDING))  # known: counted again, not twice
     assert list(kids) == ["c0", "c1", "c2"]
     assert counts(kids) == {
         "n": 3,
@@ -63,11 +40,11 @@ def test_counts_follow_each_child_through_its_states() -> None:
 
     kids.reserved.add("c0")  # let out under max_parallel, not moved yet: holds a slot
     assert kids.busy == 1
-    kids.update(record("c0", State.QUEUED))
+    kids.update(task_record("c0", State.QUEUED))
     assert kids.busy == 1 and kids.reserved == set()
-    kids.update(record("c0", State.RUNNING))
-    kids.update(record("c1", State.SKIPPED))
-    kids.update(record("c2", State.FAILED, retry_at=time.time() + 60))  # a retry is coming
+    kids.update(task_record("c0", State.RUNNING))
+    kids.update(task_record("c1", State.SKIPPED))
+    kids.update(task_record("c2", State.FAILED, retry_at=time.time() + 60))  # a retry is coming
     assert counts(kids) == {
         "n": 3,
         "completed": 0,
@@ -78,8 +55,8 @@ def test_counts_follow_each_child_through_its_states() -> None:
         "pending": [],
     }
 
-    kids.update(record("c2", State.FAILED))  # no retry left: failed for good
-    kids.update(record("c0", State.COMPLETED))
+    kids.update(task_record("c2", State.FAILED))  # no retry left: failed for good
+    kids.update(task_record("c0", State.COMPLETED))
     assert counts(kids) == {
         "n": 3,
         "completed": 1,
@@ -90,7 +67,7 @@ def test_counts_follow_each_child_through_its_states() -> None:
         "pending": [],
     }
 
-    kids.update(record("c2", State.PENDING))  # retried by hand
+    kids.update(task_record("c2", State.PENDING))  # retried by hand
     assert kids.lost == 0 and kids.over == 2 and kids.live == 1 and list(kids.pending) == ["c2"]
 
 
@@ -100,11 +77,11 @@ def test_counts_built_from_stored_records_equal_counts_kept_along_the_way() -> N
     kept = Children()
     finals = []
     for i in range(len(states)):
-        kept.add(record(f"c{i}", State.PENDING))
+        kept.add(task_record(f"c{i}", State.PENDING))
     for i, state in enumerate(states):
         for step in (State.QUEUED, State.RUNNING, state):
-            kept.update(record(f"c{i}", step))
-        finals.append(record(f"c{i}", state))
+            kept.update(task_record(f"c{i}", step))
+        finals.append(task_record(f"c{i}", state))
     loaded = Children()
     for rec in finals:
         loaded.add(rec)
