@@ -193,11 +193,11 @@ class RunEnd:
             run, outcome, interrupted, error, result, move, stored, rec, nxt
         )
         self._running.pop(task_id, None)
-        if began is not None:
-            await self._launch(began)
         if new is not None:
             self._took(new)
-        elif not review:  # the task moved meanwhile; its totals did change
+        if began is not None:  # into the slot just left, before anything else may look at it
+            await self._launch(began)
+        if new is None and not review:  # the task moved meanwhile; its totals did change
             fresh = await self.store.get_task(task_id)
             if fresh is not None:
                 self._took(fresh)
