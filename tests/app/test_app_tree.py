@@ -239,3 +239,25 @@ tasks:
         assert [n.strip() for n in names(app)][1:] == shown
         await until(pilot, lambda: "Fold" in screen_text(app), "the fold key in the footer")
         await engine.wait_settled([t.id for t in fan])
+
+
+async def test_a_foreach_of_sixty_items_starts_folded_in_the_list_and_the_dag(
+    engine: Engine,
+) -> None:
+    items = ", ".join(str(i) for i in range(60))
+    text = "tasks:\n  - name: each\n    foreach: [ITEMS]\n"
+    text += '    agent: {type: shell, instructions: "echo {{item}}"}\n'
+    fan = load_task_text(text.replace("ITEMS", items), "fan.yaml").tasks
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await engine.submit(fan)
+        await until(pilot, lambda: "▸ each" in row_of(app, "each"), "each folded")
+        assert names(app) == [f"▸ each {app.query_one(TaskList).task_tree.progress(fan[0].id)}"]
+        await until(pilot, lambda: "▸ each 60/60" in row_of(app, "each"), "all 60 done", 1500)
+        await pilot.press("2")
+        dag = app.query_one(DagView)
+        await until(pilot, lambda: "each (60 children: 60 done)" in dag.render_text(), "one box")
+        await until(pilot, lambda: dag.selected == fan[0].id, "each selected in the DAG")
+        await pilot.press("space")
+        await until(pilot, lambda: len(names(app)) > 30, "unfolded")
+        assert names(app)[1].strip() == "each[0]"

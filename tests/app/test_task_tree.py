@@ -119,3 +119,23 @@ def test_an_outside_task_waiting_on_a_folded_child_waits_on_its_box() -> None:
     tree.collapsed = {"group"}
     nodes = {n.id: n for n in grouped_nodes(records, tree)}
     assert set(nodes["audit"].depends_on) == {"group"}
+
+
+def test_a_parent_of_more_than_fifty_starts_folded_unless_the_person_chose() -> None:
+    big = shell_task("big", ":", id="big")
+    small = shell_task("small", ":", id="small")
+    kids = [shell_task(f"big[{i}]", "true", id=f"big.{i}", parent_task_id="big") for i in range(51)]
+    few = [
+        shell_task(f"small[{i}]", "true", id=f"small.{i}", parent_task_id="small")
+        for i in range(50)
+    ]
+    tree = TaskTree()
+    tree.add([record(t) for t in [big, small, *kids[:50], *few]])
+    assert tree.collapsed == set()
+    tree.add([record(kids[50])])  # the 51st child, arriving later
+    assert tree.collapsed == {"big"}
+    # Unfolded by the person: a 52nd child leaves it unfolded.
+    tree.touched.add("big")
+    tree.collapsed.clear()
+    tree.add([record(shell_task("big[51]", "true", id="big.51", parent_task_id="big"))])
+    assert tree.collapsed == set()

@@ -363,12 +363,14 @@ class TaskList(ScrollView, can_focus=True):
         """Fold (or unfold) ``task_id``'s children away; False when it has none."""
         if not self.task_tree.has_kids(task_id):
             return False
+        self.task_tree.touched.add(task_id)
         if folded != (task_id in self.task_tree.collapsed):
             self.task_tree.collapsed.symmetric_difference_update({task_id})
             self.rebuild()
         return True
 
     def fold_all(self, folded: bool) -> None:
+        self.task_tree.touched = set(self.task_tree.kids)
         self.task_tree.collapsed = set(self.task_tree.kids) if folded else set()
         self.rebuild()
 

@@ -12,6 +12,9 @@ from tui.model.states import SATISFIED, UNSUCCESSFUL, State
 from tui.model.tree import tree_order
 from tui.store.records import TaskRecord
 
+# A parent with more children than this starts folded (a foreach of 10,000 items would
+# bury the list and spread the DAG 10,000 boxes wide); the person's own folds win.
+AUTO_FOLD = 50
 _NO_PARENT = '"parent_task_id":""'  # how a stored spec without a parent says so
 
 
@@ -38,6 +41,7 @@ class TaskTree:
         self.parent: dict[str, str] = {}  # every task seen -> its parent id ("" for none)
         self.kids: dict[str, list[str]] = {}  # parent id -> child ids, in the order seen
         self.collapsed: set[str] = set()  # parents whose children are folded away
+        self.touched: set[str] = set()  # parents the person folded or unfolded
         # Each parent's children by state, kept as they change: a foreach of 10,000 items
         # is not counted again whenever one of them moves.
         self._states: dict[str, Counter[State]] = {}
@@ -50,7 +54,10 @@ class TaskTree:
             if parent is None:
                 parent = self.parent[r.id] = parent_of(r)
                 if parent:
-                    self.kids.setdefault(parent, []).append(r.id)
+                    kids = self.kids.setdefault(parent, [])
+                    kids.append(r.id)
+                    if len(kids) == AUTO_FOLD + 1 and parent not in self.touched:
+                        self.collapsed.add(parent)
             counted = self._counted.get(r.id)
             if parent and counted != r.state:
                 states = self._states.setdefault(parent, Counter())
