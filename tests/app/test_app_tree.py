@@ -3,11 +3,14 @@ progress), and the DAG grouping a parent's children — on a real engine running
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
-from tests.app.app_support import screen_text, until, visible_text
+from tests.app import app_support
+from tests.app.app_support import screen_text, visible_text
 from tests.conftest import owned_engine
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.dag_view import DagView
@@ -30,6 +33,17 @@ def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 async def engine(store: Store) -> Engine:
     async with owned_engine(store, kill_grace=1.0) as e:
         yield e  # type: ignore[misc]
+
+
+async def until(pilot: Pilot, condition: Callable[[], bool], what: str, rounds: int = 1500) -> None:
+    """``app_support.until`` with room for a loaded machine (shell tasks start slowly under
+    load), saying what the list showed when it gives up."""
+    try:
+        await app_support.until(pilot, condition, what, rounds)
+    except AssertionError as e:
+        app = pilot.app
+        assert isinstance(app, TuiApp)
+        raise AssertionError(f"{e}; the list shows:\n" + "\n".join(rows(app))) from None
 
 
 def make_app(engine: Engine) -> TuiApp:
@@ -253,7 +267,7 @@ async def test_a_foreach_of_sixty_items_starts_folded_in_the_list_and_the_dag(
         await engine.submit(fan)
         await until(pilot, lambda: "▸ each" in row_of(app, "each"), "each folded")
         assert names(app) == [f"▸ each {app.query_one(TaskList).task_tree.progress(fan[0].id)}"]
-        await until(pilot, lambda: "▸ each 60/60" in row_of(app, "each"), "all 60 done", 1500)
+        await until(pilot, lambda: "▸ each 60/60" in row_of(app, "each"), "all 60 done")
         await pilot.press("2")
         dag = app.query_one(DagView)
         await until(pilot, lambda: "each (60 children: 60 done)" in dag.render_text(), "one box")
@@ -261,3 +275,34 @@ async def test_a_foreach_of_sixty_items_starts_folded_in_the_list_and_the_dag(
         await pilot.press("space")
         await until(pilot, lambda: len(names(app)) > 30, "unfolded")
         assert names(app)[1].strip() == "each[0]"
+
+
+async def test_a_child_made_at_run_time_joins_its_running_parent(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """As the MCP `create_subtask` tool does: a task naming the running task as its parent,
+    submitted while it runs."""
+    gate = tmp_path / "gate"
+    agent = load_task_text(
+        "tasks:\n  - name: agent\n    agent:\n      type: shell\n"
+        f"      instructions: 'while [ ! -e {gate} ]; do sleep 0.05; done'\n",
+        "agent.yaml",
+    ).tasks
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await engine.submit(agent)
+        await until(pilot, lambda: "▶" in row_of(app, "agent"), "agent running")
+        assert "Fold" not in screen_text(app)
+        child = Task.model_validate(
+            {
+                "name": "helper",
+                "parent_task_id": agent[0].id,
+                "agent": {"type": "shell", "instructions": "echo helped"},
+            }
+        )
+        await engine.submit([child])
+        await until(pilot, lambda: names(app)[-1].strip() == "helper", "the child under agent")
+        await until(pilot, lambda: "▾ agent 1/1" in row_of(app, "agent"), "the child done")
+        await until(pilot, lambda: "Fold" in screen_text(app), "the fold key in the footer")
+        gate.touch()
+        await engine.wait_settled([agent[0].id, child.id])
