@@ -16,6 +16,7 @@ from tui.engine.conditions import holds
 from tui.engine.graph import Graph
 from tui.engine.queue import RunQueue
 from tui.engine.runner import Run
+from tui.engine.summaries import compaction_decision
 from tui.engine.workflow import WorkflowError, needs_of
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import priority_rank
@@ -122,6 +123,8 @@ class Dispatch:
     def _condition(self, rec: TaskRecord) -> tuple[State, str]:
         """Where a task whose dependencies are done goes: QUEUED, or SKIPPED when its
         ``when:`` is false, or FAILED when the condition cannot be evaluated."""
+        if rec.task.compacts:  # a compaction task: its trigger says whether it runs
+            return compaction_decision(rec, self._tasks.get, self._compactions_decided(rec))
         when = rec.task.when
         if not when:
             return State.QUEUED, "ready to run"
@@ -131,6 +134,19 @@ class Dispatch:
         except WorkflowError as e:
             return State.FAILED, f"{rec.name}: {e}"
         return State.SKIPPED, f"skipped: when: {when} is false"
+
+    def _compactions_decided(self, rec: TaskRecord) -> int:
+        """How many compaction tasks feeding the same dependents as ``rec`` have been
+        decided (run or skipped) already: the count ``trigger: every`` goes by."""
+        seen: set[str] = set()
+        for dependent in self.graph.dependents(rec.id):
+            dep_rec = self._tasks.get(dependent)
+            for other in dep_rec.depends_on if dep_rec is not None else ():
+                o = self._tasks.get(other)
+                decided = o is not None and o.state != State.PENDING
+                if decided and o is not None and o.id != rec.id and o.task.compacts:
+                    seen.add(o.id)
+        return len(seen)
 
     async def _dependents_may_run(self, task_id: str) -> None:
         """``task_id`` just COMPLETED (or was skipped): each dependent waits on one fewer."""

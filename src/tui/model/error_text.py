@@ -13,7 +13,7 @@ from tui.model.resources import CUSTOM_FIX, MEMORY_FIX, Resources
 from tui.model.suggest import did_you_mean
 from tui.model.task import AgentConfig, RetryConfig, Task
 from tui.model.variables import Variable
-from tui.model.workflow import ContextSpec, Hooks
+from tui.model.workflow import Compaction, ContextSpec, Hooks, Summarizer
 
 _DURATION_FIX = 'write a Go duration such as "30m", "1h30m" or "45s", or 0 for no limit'
 _LIST_FIX = "write a list, e.g. [a, b] or one '- item' per line"
@@ -39,10 +39,17 @@ FIXES: dict[str, str] = {
     "when": "write an expression over needs.NAME.state / needs.NAME.result, e.g. "
     "needs.build.state == 'COMPLETED'",
     "context": "write {from: [names] | all, transfer: full | summary | minimal, "
-    "preserve: [outputs, errors]}",
+    "preserve: [outputs, decisions, errors]}",
     "context.from": "list names of tasks in depends_on, or write all",
     "context.transfer": "use full, summary or minimal",
-    "summarizer": "write {strategy: aggressive | moderate | comprehensive, agent, model, prompt}",
+    "summarizer": "write {strategy: aggressive | moderate | comprehensive, agent, model, prompt, "
+    "compaction}",
+    "summarizer.compaction": "write {threshold: 20000, trigger: on_threshold | on_completion "
+    "| every, every: N}",
+    "summarizer.compaction.threshold": "use a number of characters >= 1",
+    "summarizer.compaction.trigger": "use on_threshold (the default), on_completion, or every "
+    "with every: N",
+    "summarizer.compaction.every": "use a whole number >= 1 with trigger: every, or leave it out",
     "summarizer.strategy": "use aggressive (one line, no agent), moderate or comprehensive",
     "summarizer.agent": "use claude, gemini, codex, or shell (a script reading $TUI_CONTEXT_FILE)",
     "context.preserve": "list some of outputs, decisions, errors",
@@ -81,6 +88,8 @@ _CONTAINERS: dict[tuple[str, ...], type[BaseModel]] = {
     ("resources",): Resources,
     ("context",): ContextSpec,
     ("hooks",): Hooks,
+    ("summarizer",): Summarizer,
+    ("summarizer", "compaction"): Compaction,
 }
 
 

@@ -250,6 +250,7 @@ class Task(_Model):
     hooks: Hooks | None = None
     summarizer: Summarizer | None = None  # for context: {transfer: summary}; see workflow.py
     summarizes: str = ""  # the id of the task this summariser task summarises (model/summaries)
+    compacts: str = ""  # the id of the task whose long result this task compacts (likewise)
     # Subtasks (tui.model.subtasks): when a parent completes, and whether it is a group made
     # of a file's `subtasks:` (it runs nothing itself; set by the loader).
     completion: Completion = Completion.ALL
