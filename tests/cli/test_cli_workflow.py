@@ -22,7 +22,7 @@ def test_the_sample_workflow_runs_end_to_end(
     res = tui("run", str(SAMPLE), timeout=120)
     # Skipped tasks are a pipeline that finished: exit 0.
     assert res.returncode == 0, str(res)
-    assert "done: 6 completed, 2 skipped" in res.stderr
+    assert "done: 8 completed, 2 skipped" in res.stderr
     tasks = tui.by_name()
     assert {n: t["state"] for n, t in tasks.items()} == {
         "analyze": "COMPLETED",
@@ -34,6 +34,8 @@ def test_the_sample_workflow_runs_end_to_end(
         "per-file": "COMPLETED",
         "per-file[0]": "COMPLETED",
         "per-file[1]": "COMPLETED",
+        "compact:per-file": "COMPLETED",
+        "brief": "COMPLETED",
         "settle": "COMPLETED",
     }
     assert tasks["flaky-lint"]["attempts"] == 2
@@ -56,11 +58,16 @@ def test_the_sample_workflow_runs_end_to_end(
     celebrate = tasks["celebrate"]["summary"]
     assert celebrate["summary"] == "celebrate completed: success"
     assert celebrate["size_before"] == len(tasks["celebrate"]["result"])
+    # Compaction: per-file's result (47 characters as JSON) is over the threshold of 40.
+    assert tasks["brief"]["result"] == "2 files checked"
+    compacted = tasks["per-file"]["summary"]
+    assert compacted["strategy"] == "compacted" and compacted["size_before"] == 47
     assert tasks["console"]["result"] is None  # never ran
     # The hooks got every completed and skipped task as JSON on stdin, one line each.
     seen = [json.loads(line) for line in hook_log.read_text().splitlines()]
     assert sorted((t["name"], t["hook"]) for t in seen) == [
         ("analyze", "on_complete"),
+        ("brief", "on_complete"),
         ("celebrate", "on_complete"),
         ("console", "on_skip"),
         ("digest", "on_complete"),
