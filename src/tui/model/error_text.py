@@ -30,7 +30,7 @@ FIXES: dict[str, str] = {
     "agent.type": f"use one of {', '.join(AGENT_TYPES)}; leave it out for {DEFAULT_TYPE}",
     "agent.permission_mode": "use one of the listed modes, or leave it out for the default",
     "agent.max_budget_usd": "use a dollar amount >= 0, or 0 for no budget limit",
-    "agent.max_turns": "remove it, or make the task a claude task (agent.type: claude)",
+    "agent.max_turns": "remove it, or make the task a claude or gemini task (agent.type: claude)",
     "agent.env": "remove it from env; export it in the shell that starts tui instead",
     "timeout": _DURATION_FIX,
     "retry.delay": 'write a Go duration such as "2s" or "500ms"',
