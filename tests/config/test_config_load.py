@@ -120,7 +120,8 @@ def test_alias_clash_first_wins_with_a_warning_naming_both(dirs: Dirs) -> None:
         ),
         (
             "[summarizer]\ncompaction = {threshold = -1}\n",
-            "summarizer.compaction.threshold must be >= 1",
+            "summarizer.compaction.threshold: compaction.threshold must be >= 1; got -1. "
+            "Fix: use a number of characters >= 1",
         ),
         ('[settings]\nsummarizer = {strategy = "aggressive"}\n', "a [summarizer] table"),
         ('[tasks.x\nprompt = "p"\n', "invalid TOML"),

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, cast
 
+from tui.engine.classifying import classified
 from tui.engine.clock import Clock
 from tui.engine.conditions import holds
 from tui.engine.graph import Graph
@@ -72,9 +73,9 @@ class Dispatch:
         **updates: Any,
     ) -> TaskRecord | None:
         """Compare-and-set ``task_id`` to ``to``; the updated record, or None if refused."""
-        new = await self.store.transition(
-            task_id, expected, to, reason, base=self._tasks.get(task_id), **updates
-        )
+        # A new spec (a classified task's) is read back from the store, not lent by ours.
+        base = None if "spec" in updates else self._tasks.get(task_id)
+        new = await self.store.transition(task_id, expected, to, reason, base=base, **updates)
         if new is not None:
             self._took(new)
             await self._changed_now()
@@ -110,7 +111,15 @@ class Dispatch:
             if not rec.approved or self.graph.open_deps(tid) or not self._parent_lets_run(rec):
                 continue
             to, reason = await self._as_parent(rec, *self._condition(rec))
-            new = await self._move(tid, State.PENDING, to, reason)
+            updates: dict[str, Any] = {}
+            if rec.task.classify_by:  # its classifier answered: its agent, stored as it queues
+                spec, said = classified(rec, self._tasks.get)
+                if spec is None:
+                    to, reason = State.FAILED, f"{rec.name}: {said}"
+                else:
+                    updates["spec"] = spec.model_dump_json()
+                    reason = f"{said}; {reason}"
+            new = await self._move(tid, State.PENDING, to, reason, **updates)
             if new is None:
                 continue
             if to == State.QUEUED:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tui.engine.classifying import block, describe
 from tui.engine.summaries import compacted, summarize
 from tui.model.agent_kinds import KINDS
 from tui.model.needs import NEEDS_USE, NeedsRef, template_refs
@@ -126,6 +127,8 @@ def prepare(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prep
     Raises WorkflowError naming what cannot be filled."""
     task = rec.task
     agent = task.agent
+    if task.classifies:
+        return _classifier_run(rec, lookup)
     uses = template_refs(agent.instructions) + template_refs(agent.system_prompt_append)
     if not uses and task.context is None:
         return Prepared(rec)
@@ -170,6 +173,23 @@ def prepare(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prep
     return prepared
 
 
+def _classifier_run(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prepared:
+    """A classifier task's run: the task it classifies described before its prompt and, for
+    every kind, in the JSON file named by $TUI_CONTEXT_FILE (``{"task": {...}}``)."""
+    target = lookup(rec.task.classifies)
+    if target is None:
+        raise WorkflowError(f"the task it classifies ({rec.task.classifies}) is not stored")
+    agent = rec.task.agent
+    fd, path = tempfile.mkstemp(prefix="tui-classify-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({"task": describe(target.task)}, f, ensure_ascii=False)
+    changes: dict[str, Any] = {"env": {**agent.env, ENV_CONTEXT_FILE: path}}
+    if not (KINDS[agent.type].script if agent.type in KINDS else False):
+        changes["instructions"] = f"{block(target.task)}\n\n{agent.instructions}"
+    new_task = rec.task.model_copy(update={"agent": agent.model_copy(update=changes)})
+    return Prepared(replace(rec, spec=new_task), files=[path])
+
+
 def _ref(text: str) -> NeedsRef:
     return template_refs(text)[0]
 
@@ -185,14 +205,16 @@ def _transferred(
     summaries and compacted results)."""
     summarizers: dict[str, TaskRecord] = {}
     compactors: dict[str, TaskRecord] = {}
+    added: set[str] = set()  # the tasks the loader added: never transferred themselves
     for dep_id in rec.depends_on:
         dep = lookup(dep_id)
         if dep is not None and dep.task.summarizes:
             summarizers[dep.task.summarizes] = dep
         elif dep is not None and dep.task.compacts:
             compactors[dep.task.compacts] = dep
+        if dep is not None and (dep.task.summarizes or dep.task.compacts or dep.task.classifies):
+            added.add(dep.id)
     if spec.from_ == "all":
-        added = {r.id for r in summarizers.values()} | {r.id for r in compactors.values()}
         chosen = [needs[d] for d in rec.depends_on if d in needs and d not in added]
     else:
         chosen = [needs[n] for n in spec.from_ if n in needs]

@@ -8,6 +8,7 @@ from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
 from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE
+from tui.model.classify import Classifier
 from tui.model.output_format import OutputFormat
 from tui.model.resources import CUSTOM_FIX, MEMORY_FIX, Resources
 from tui.model.suggest import did_you_mean
@@ -47,12 +48,16 @@ FIXES: dict[str, str] = {
     "summarizer.compaction": "write {threshold: 20000, trigger: on_threshold | on_completion "
     "| every, every: N}",
     "summarizer.compaction.threshold": "use a number of characters >= 1",
+    "compaction.threshold": "use a number of characters >= 1",  # in config's [summarizer]
     "summarizer.compaction.trigger": "use on_threshold (the default), on_completion, or every "
     "with every: N",
     "summarizer.compaction.every": "use a whole number >= 1 with trigger: every, or leave it out",
     "summarizer.strategy": "use aggressive (one line, no agent), moderate or comprehensive",
     "summarizer.agent": "use claude, gemini, codex, or shell (a script reading $TUI_CONTEXT_FILE)",
     "context.preserve": "list some of outputs, decisions, errors",
+    "classifier": "write {agent, model, prompt}: the agent that picks the agent of a task "
+    "that leaves agent.type out",
+    "classifier.agent": "use claude, gemini, codex, or shell (a script reading $TUI_CONTEXT_FILE)",
     "on_error": "use retry, skip or fail, or leave it out for retry",
     "on_max_retries": "use skip or fail, or leave it out for fail",
     "hooks": "write {on_start: [cmd, arg], on_complete: ..., on_error: ..., on_skip: ..., "
@@ -90,6 +95,7 @@ _CONTAINERS: dict[tuple[str, ...], type[BaseModel]] = {
     ("hooks",): Hooks,
     ("summarizer",): Summarizer,
     ("summarizer", "compaction"): Compaction,
+    ("classifier",): Classifier,
 }
 
 

@@ -144,7 +144,7 @@ def add_summarizers(tasks: list[Task]) -> list[Task]:
 def _upstream_ids(task: Task, by_id: dict[str, Task]) -> list[str]:
     """The ids (depends_on holds ids once loaded) of the dependencies ``context.from`` names."""
     assert task.context is not None
-    if task.context.from_ == "all":
-        return list(task.depends_on)
+    if task.context.from_ == "all":  # never the classifier task that picks its agent
+        return [d for d in task.depends_on if d != task.classify_by]
     wanted = set(task.context.from_)
     return [d for d in task.depends_on if d in wanted or (d in by_id and by_id[d].name in wanted)]

@@ -21,6 +21,7 @@ from pydantic import (
 
 from tui.model.agent_kinds import KINDS
 from tui.model.choices import one_of
+from tui.model.classify import Classifier
 from tui.model.duration import format_duration, parse_duration
 
 # A result kept with a task: the parsed output_format value, or this many characters of the
@@ -252,6 +253,8 @@ class FileDefaults(_Model):
     on_max_retries: OnMaxRetriesChoice = OnMaxRetries.NONE
     hooks: Hooks | None = None
     summarizer: Summarizer | None = None
+    # Only for tasks that leave agent.type out and match no classify rule (the loader).
+    classifier: Classifier | None = None
 
     def over(self, base: FileDefaults | None) -> FileDefaults:
         """These defaults, what they leave unset taken from ``base`` (a file's over config's)."""
@@ -263,6 +266,7 @@ class FileDefaults(_Model):
             on_max_retries=self.on_max_retries or base.on_max_retries,
             hooks=hooks,
             summarizer=self.summarizer or base.summarizer,
+            classifier=self.classifier or base.classifier,
         )
 
     def apply(self, task: Any) -> None:
