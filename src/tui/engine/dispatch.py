@@ -145,15 +145,18 @@ class Dispatch:
         return State.SKIPPED, f"skipped: when: {when} is false"
 
     def _compactions_decided(self, rec: TaskRecord) -> int:
-        """How many compaction tasks feeding the same dependents as ``rec`` have been
-        decided (run or skipped) already: the count ``trigger: every`` goes by."""
+        """How many compaction tasks feeding the same dependents as ``rec`` were decided (run
+        or skipped) on a completed result already: the count ``trigger: every`` goes by."""
         seen: set[str] = set()
         for dependent in self.graph.dependents(rec.id):
             dep_rec = self._tasks.get(dependent)
             for other in dep_rec.depends_on if dep_rec is not None else ():
                 o = self._tasks.get(other)
-                decided = o is not None and o.state != State.PENDING
-                if decided and o is not None and o.id != rec.id and o.task.compacts:
+                if o is None or o.id == rec.id or not o.task.compacts:
+                    continue
+                up = self._tasks.get(o.task.compacts)
+                done = up is not None and up.state == State.COMPLETED
+                if done and o.state not in (State.PENDING, State.CANCELLED):
                     seen.add(o.id)
         return len(seen)
 
