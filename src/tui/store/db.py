@@ -112,7 +112,10 @@ class Store:
 
     async def close(self) -> None:
         """Close; if the file was deleted or replaced meanwhile, first save what this store
-        has open (see :func:`health.save_copy`), so that nothing it wrote is lost."""
+        has open (see :func:`health.save_copy`), so that nothing it wrote is lost. Closing
+        again does nothing."""
+        if self._db.closed:
+            return
         try:
             self.check_file()
         except DatabaseFileError as e:
