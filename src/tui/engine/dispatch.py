@@ -12,11 +12,13 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, cast
 
 from tui.engine.adapter import RunResult
+from tui.engine.classifying import classified
 from tui.engine.clock import Clock
 from tui.engine.conditions import holds
 from tui.engine.graph import Graph
 from tui.engine.queue import RunQueue
 from tui.engine.runner import Run
+from tui.engine.summaries import compaction_decision
 from tui.engine.workflow import WorkflowError, needs_of
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import priority_rank
@@ -75,9 +77,9 @@ class Dispatch:
         **updates: Any,
     ) -> TaskRecord | None:
         """Compare-and-set ``task_id`` to ``to``; the updated record, or None if refused."""
-        new = await self.store.transition(
-            task_id, expected, to, reason, base=self._tasks.get(task_id), **updates
-        )
+        # A new spec (a classified task's) is read back from the store, not lent by ours.
+        base = None if "spec" in updates else self._tasks.get(task_id)
+        new = await self.store.transition(task_id, expected, to, reason, base=base, **updates)
         if new is not None:
             self._took(new)
             await self._changed_now()
@@ -113,7 +115,15 @@ class Dispatch:
             if not rec.approved or self.graph.open_deps(tid) or not self._parent_lets_run(rec):
                 continue
             to, reason = await self._as_parent(rec, *self._condition(rec))
-            new = await self._move(tid, State.PENDING, to, reason)
+            updates: dict[str, Any] = {}
+            if rec.task.classify_by:  # its classifier answered: its agent, stored as it queues
+                spec, said = classified(rec, self._tasks.get)
+                if spec is None:
+                    to, reason = State.FAILED, f"{rec.name}: {said}"
+                else:
+                    updates["spec"] = spec.model_dump_json()
+                    reason = f"{said}; {reason}"
+            new = await self._move(tid, State.PENDING, to, reason, **updates)
             if new is None:
                 continue
             if to == State.QUEUED:
@@ -126,6 +136,8 @@ class Dispatch:
     def _condition(self, rec: TaskRecord) -> tuple[State, str]:
         """Where a task whose dependencies are done goes: QUEUED, or SKIPPED when its
         ``when:`` is false, or FAILED when the condition cannot be evaluated."""
+        if rec.task.compacts:  # a compaction task: its trigger says whether it runs
+            return compaction_decision(rec, self._tasks.get, self._compactions_decided(rec))
         when = rec.task.when
         if not when:
             return State.QUEUED, "ready to run"
@@ -135,6 +147,22 @@ class Dispatch:
         except WorkflowError as e:
             return State.FAILED, f"{rec.name}: {e}"
         return State.SKIPPED, f"skipped: when: {when} is false"
+
+    def _compactions_decided(self, rec: TaskRecord) -> int:
+        """How many compaction tasks feeding the same dependents as ``rec`` were decided (run
+        or skipped) on a completed result already: the count ``trigger: every`` goes by."""
+        seen: set[str] = set()
+        for dependent in self.graph.dependents(rec.id):
+            dep_rec = self._tasks.get(dependent)
+            for other in dep_rec.depends_on if dep_rec is not None else ():
+                o = self._tasks.get(other)
+                if o is None or o.id == rec.id or not o.task.compacts:
+                    continue
+                up = self._tasks.get(o.task.compacts)
+                done = up is not None and up.state == State.COMPLETED
+                if done and o.state not in (State.PENDING, State.CANCELLED):
+                    seen.add(o.id)
+        return len(seen)
 
     async def _dependents_may_run(self, task_id: str) -> None:
         """``task_id`` just COMPLETED (or was skipped): each dependent waits on one fewer."""

@@ -566,7 +566,7 @@ class TaskList(ScrollView, can_focus=True):
             elif not r.approved:
                 note = f"waiting for approval — {self.approve_key}"
         return (
-            f"{st.symbol} {st.label}",
+            f"{st.symbol} {r.phase or st.label}",  # "classifying": PENDING on its classifier
             self._shown_name(r),
             project_of(r) if len(self.projects) > 1 else "",  # a column only with several
             agent,
