@@ -79,9 +79,12 @@ def shell(name: str, script: str) -> Task:
     return Task(name=name, agent={"type": "shell", "instructions": script})
 
 
-async def transport(batches: int, per_batch: int) -> tuple[float, float]:
+async def transport(address: str, batches: int, per_batch: int) -> tuple[float, float]:
     """Seconds to carry ``batches`` batches of lines: streaming generator, polled method."""
     import ray
+
+    # The executor's driver is a process of its own: this one joins the cluster for this part.
+    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
 
     @ray.remote
     class Source:
@@ -135,7 +138,7 @@ async def measure(address: str, db: Path, tasks: int, lines: int) -> None:
     on_ray = await run_tasks(db, big, ray_ex)
     print(f"{lines} lines: local {lines / local / 1000:.0f}k lines/s,"
           f" ray {lines / on_ray / 1000:.0f}k lines/s (target >= 200k)")  # fmt: skip
-    stream, poll = await transport(2000, 100)
+    stream, poll = await transport(address, 2000, 100)
     print(f"2000 batches of 100 lines: streaming generator {stream * 1000:.0f} ms,"
           f" polled method {poll * 1000:.0f} ms")  # fmt: skip
 
