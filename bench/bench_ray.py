@@ -62,6 +62,10 @@ async def run_tasks(db: Path, tasks: list[Task], executor: RayExecutor | None) -
     engine = Engine(store, concurrency=CONCURRENCY, executor=executor)
     await engine.start()
     try:
+        if executor is not None:
+            # Warm, as in a long-lived daemon: the cluster joined, one actor per slot started.
+            warm = [shell(f"w{i}", "sleep 0.5") for i in range(CONCURRENCY)]
+            await engine.wait_settled(await engine.submit(warm))
         t0 = time.perf_counter()
         ids = await engine.submit(tasks)
         await engine.wait_settled(ids)
@@ -84,7 +88,7 @@ async def transport(address: str, batches: int, per_batch: int) -> tuple[float, 
     import ray
 
     # The executor's driver is a process of its own: this one joins the cluster for this part.
-    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    ray.init(address=address, log_to_driver=False, logging_level="ERROR", ignore_reinit_error=True)
 
     @ray.remote
     class Source:
@@ -126,8 +130,6 @@ async def transport(address: str, batches: int, per_batch: int) -> tuple[float, 
 async def measure(address: str, db: Path, tasks: int, lines: int) -> None:
     trues = [shell(f"t{i}", "true") for i in range(tasks)]
     ray_ex = RayExecutor(address)
-    # Warm: the actors (one per concurrent slot) start once, as in a long-lived daemon.
-    await run_tasks(db, [shell(f"w{i}", "sleep 0.5") for i in range(8)], ray_ex)
     local = await run_tasks(db, trues, None)
     on_ray = await run_tasks(db, trues, ray_ex)
     per_task = (on_ray - local) / tasks * 1000

@@ -53,8 +53,13 @@ class Node:
 class RayCluster:
     temp: Path
     address: str = ""
+    client_port: int = 0
     head: Node = field(default_factory=lambda: Node(0))
     worker: Node = field(default_factory=lambda: Node(0))
+
+    @property
+    def client_address(self) -> str:
+        return f"ray://{self.address.rsplit(':', 1)[0]}:{self.client_port}"
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **HEAD_ENV}
@@ -76,10 +81,14 @@ class RayCluster:
         return node
 
     def _start_head(self, port: int) -> None:
+        if not self.client_port:
+            self.client_port = _free_port()
         self.head = self._start(
             "--head",
             "--include-dashboard=false",
             f"--port={port}",
+            # Ray Client (`ray://`); its own port, not the default 10001 another cluster has.
+            f"--ray-client-server-port={self.client_port}",
             f"--temp-dir={self.temp}",
             '--resources={"head_box": 2, "shared": 1}',
             *COMMON,

@@ -180,9 +180,13 @@ def test_forward_env_reaches_the_worker_and_is_stored_nowhere(
         assert secret.encode() not in path.read_bytes(), path
 
 
-def test_doctor_shows_the_nodes_and_their_free_resources(rtui: Tui, cluster: RayCluster) -> None:
+@pytest.mark.parametrize("client", [False, True], ids=["gcs", "ray-client"])
+def test_doctor_shows_the_nodes_and_their_free_resources(
+    rtui: Tui, cluster: RayCluster, client: bool
+) -> None:
     config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
-    config.write_text(f'[executor]\nkind = "ray"\naddress = "{cluster.address}"\n')
+    address = cluster.client_address if client else cluster.address
+    config.write_text(f'[executor]\nkind = "ray"\naddress = "{address}"\n')
     res = rtui("doctor", timeout=RUN)
     lines = [ln for ln in res.stdout.splitlines() if ln.split()[1:2] == ["executor"]]
     assert lines[0].startswith("ok") and "2 node(s)" in lines[0], res.stdout
@@ -248,6 +252,38 @@ def test_a_cluster_that_does_not_answer_holds_tasks_back_and_says_why(
     out, errs = run.communicate(timeout=RUN)
     assert rtui.state_of("held") == "CANCELLED", out + errs
     assert "ran" not in _printed(rtui, "held")
+
+
+def test_ray_client_address_places_a_task_and_carries_its_question(
+    rtui: Tui, cluster: RayCluster
+) -> None:
+    """`ray://HOST:PORT` (Ray Client, the head's client server): no streaming generators
+    there, so batches are asked for one at a time; the same output, question and node."""
+    config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(f'[executor]\nkind = "ray"\naddress = "{cluster.client_address}"\n')
+    script = (
+        'echo "before on $TUI_NODE_ID"; '
+        'a=$(tui ask "Which database?" --option SQLite --option PostgreSQL); '
+        'echo "answer: $a"; seq 1 5000 | tail -n 1'
+    )
+    tasks = [shell_task("client", script, resources={"custom": {"worker_box": 1}})]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "client.yaml", tasks)))
+
+    def question() -> str | None:
+        res = rtui("questions", "--json")
+        found = json.loads(res.stdout) if res.returncode == 0 else []
+        return found[0]["id"] if found else None
+
+    qid = wait_until(question, "the task's question", timeout=RUN, proc=run)
+    assert rtui("answer", qid, "1").returncode == 0
+    out, errs = run.communicate(timeout=RUN)
+    assert run.returncode == 0, out + errs
+    assert _printed(rtui, "client") == [
+        f"before on {cluster.worker.node_id}",
+        "answer: SQLite",
+        "5000",
+    ]
+    assert _nodes_of_runs(rtui)["client"] == [(cluster.worker.node_id, "COMPLETED")]
 
 
 @needs_claude

@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 from tui.engine.ray_wire import frame, read_frame
@@ -92,10 +93,13 @@ def join(address: str, forward_env: list[str]) -> tuple[Any, str]:
 
 
 class Driver:
-    def __init__(self, ray: Any, watch: str, kill_grace: float, out: asyncio.StreamWriter):
+    def __init__(
+        self, ray: Any, watch: str, kill_grace: float, out: asyncio.StreamWriter, client: bool
+    ):
         from tui.engine.ray_worker import TaskRunner
 
         self.ray = ray
+        self.client = client  # joined by `ray://`: Ray Client
         self.watch = watch
         self.kill_grace = kill_grace
         self.out = out
@@ -146,9 +150,7 @@ class Driver:
         ray = self.ray
         ended = False
         try:
-            gen = actor.run.options(num_returns="streaming").remote(spec)
-            async for ref in gen:
-                batch = await ref
+            async for batch in self.batches(actor, spec):
                 ended = ended or batch[-1][0] == "result"
                 await self.send("events", run_id, batch)
             await self.send("end", run_id, False, "" if ended else "no result from the worker")
@@ -164,6 +166,17 @@ class Driver:
             else:
                 ray.kill(actor, no_restart=True)
             self.killed.discard(run_id)
+
+    async def batches(self, actor: Any, spec: dict[str, Any]) -> AsyncIterator[list[Any]]:
+        """The run's event batches: a streaming generator, or (Ray Client has none) a batch
+        asked for at a time."""
+        if self.client:
+            await actor.begin.remote(spec)
+            while (batch := await actor.next_batch.remote()) is not None:
+                yield batch
+            return
+        async for ref in actor.run.options(num_returns="streaming").remote(spec):
+            yield await ref
 
     async def deliver(self, run_id: int, mid: int, text: str) -> None:
         actor = self.actors.get(run_id)
@@ -220,7 +233,7 @@ async def main(address: str, forward_env: list[str], kill_grace: float) -> None:
         out.write(frame(("unavailable", str(e))))
         await out.drain()
         return
-    driver = Driver(ray, watch, kill_grace, out)
+    driver = Driver(ray, watch, kill_grace, out, client=address.startswith("ray://"))
     await driver.send("ready")
     await driver.serve(reader)
 

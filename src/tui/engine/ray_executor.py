@@ -50,6 +50,7 @@ class _Driver:
         self.delivered: dict[int, asyncio.Future[bool]] = {}  # message id -> taken?
         self.down = ""  # why it ended, once it has
         self.gone = asyncio.Event()
+        self.closing = False  # the engine let it go: its end is no news
         self._next_mid = 0
         self._reading: asyncio.Task[None] | None = None
         self._logging: asyncio.Task[None] | None = None
@@ -112,7 +113,8 @@ class _Driver:
                 self.down = message[1]
         if not self.down:
             self.down = f"the Ray driver process exited ({await self._exit_code()})"
-        log.error("%s: runs on Ray are interrupted; tasks wait for the cluster", self.down)
+        if not self.closing:
+            log.error("%s: runs on Ray are interrupted; tasks wait for the cluster", self.down)
         self.gone.set()
         for queue in self.runs.values():
             queue.put_nowait(("end", 0, True, self.down))
@@ -137,6 +139,7 @@ class _Driver:
 
     async def stop(self) -> None:
         """Close its stdin (it lets its idle actors go and exits); kill it if it lingers."""
+        self.closing = True
         self.send("close")
         if self.proc.stdin is not None:
             self.proc.stdin.close()
@@ -334,10 +337,19 @@ def probe(address: str) -> dict[str, Any]:
         ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     except Exception as e:
         raise RayUnavailable(f"cannot reach the Ray cluster at {address!r}: {e}") from e
+    if address.startswith("ray://"):  # Ray Client has no cluster state: ask from inside it
+        nodes = ray.get(ray.remote(num_cpus=0)(_nodes).remote())
+    else:
+        nodes = _nodes()
+    return {"ray": ray.__version__, "nodes": nodes}
+
+
+def _nodes() -> list[dict[str, Any]]:
+    ray = import_ray()
     from ray._private import state  # the per-node free resources have no public call yet
 
     free = state.available_resources_per_node()  # type: ignore[no-untyped-call,unused-ignore]
-    nodes = [
+    return [
         {
             "id": n["NodeID"],
             "address": n.get("NodeManagerAddress", ""),
@@ -350,7 +362,6 @@ def probe(address: str) -> dict[str, Any]:
         for n in ray.nodes()
         if n["Alive"]
     ]
-    return {"ray": ray.__version__, "nodes": nodes}
 
 
 if __name__ == "__main__":  # `python -m tui.engine.ray_executor ADDRESS`: the probe, as JSON

@@ -125,6 +125,7 @@ class TaskRunner:
         self._late_kill: asyncio.Future[None] | None = None
         self._node = ""
         self._ctx: WorkerCtx | None = None
+        self._batches: AsyncIterator[list[Event]] | None = None
         # Started with the actor, not with a run: a run's group is handed to it the moment
         # the process exists, with no interpreter start in between.
         self._reaper_says("+0")
@@ -161,6 +162,19 @@ class TaskRunner:
                 return
             if batch:
                 yield batch
+
+    # Ray Client (`ray://`) has no streaming generators: there the driver starts the run with
+    # ``begin`` and asks for each batch with ``next_batch`` (None once the result has gone).
+    async def begin(self, spec: dict[str, Any]) -> None:
+        self._batches = self.run(spec)
+
+    async def next_batch(self) -> list[Event] | None:
+        if self._batches is None:
+            return None
+        try:
+            return await anext(self._batches)
+        except StopAsyncIteration:
+            return None
 
     async def _carry_out(self, ctx: WorkerCtx) -> RunResult:
         adapters = declared_adapters()
