@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import Tui, shell_task, wait_until, write_tasks
+from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install 'tui[ray]')")
 
@@ -252,6 +253,30 @@ def test_a_cluster_that_does_not_answer_holds_tasks_back_and_says_why(
     out, errs = run.communicate(timeout=RUN)
     assert rtui.state_of("held") == "CANCELLED", out + errs
     assert "ran" not in _printed(rtui, "held")
+
+
+def test_kill_9_of_the_ray_driver_interrupts_the_run_and_the_engine_carries_on(
+    rtui: Tui, cluster: RayCluster
+) -> None:
+    gate, pidfile = rtui.dir / "gate", rtui.dir / "bg.pid"
+    script = (
+        f"if [ ! -e {gate} ]; then touch {gate}; sleep 300 & echo $! > {pidfile}; wait; fi; "
+        "echo done on $TUI_NODE_ID"
+    )
+    tasks = [shell_task("d9", script, resources={"custom": {"worker_box": 1}})]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "d9.yaml", tasks)), "--executor", "ray")
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), "started", RUN, run)
+    bg = int(pidfile.read_text())
+    [driver] = marker_processes("tui.engine.ray_driver")
+    os.kill(driver, signal.SIGKILL)
+    out, errs = run.communicate(timeout=RUN)
+    assert run.returncode == 0, out + errs  # the engine lived on, with a new driver
+    assert [outcome for _, outcome in _nodes_of_runs(rtui)["d9"]] == ["interrupted", "COMPLETED"]
+    assert _printed(rtui, "d9") == [
+        "[tui] the Ray driver process exited (-9); run interrupted",  # said, in its output
+        f"done on {cluster.worker.node_id}",
+    ]
+    wait_until(lambda: _gone(bg), "the first run's process on the worker is gone", 30)
 
 
 def test_ray_client_address_places_a_task_and_carries_its_question(
