@@ -116,6 +116,8 @@ class _Driver:
         if not self.closing:
             log.error("%s: runs on Ray are interrupted; tasks wait for the cluster", self.down)
         self.gone.set()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
         for queue in self.runs.values():
             queue.put_nowait(("end", 0, True, self.down))
         for fut in self.delivered.values():
