@@ -9,9 +9,9 @@ and stdout; the driver joins the cluster and carries each run out in an actor
 Engine → driver: ``("run", run_id, spec, options)``, ``("answer", run_id, qid, reply)``,
 ``("message", run_id, mid, text)``, ``("kill", run_id)``, ``("close",)``.
 Driver → engine: ``("ready",)`` or ``("unavailable", why)`` first; then ``("events", run_id,
-batch)``, ``("end", run_id, lost, error)`` (``error`` empty: the batch had the result),
-``("delivered", run_id, mid, ok)``; ``("down", why)`` before it exits when the head stops
-answering.
+pickled batch)`` (pickled by the worker: the driver does not open it), ``("end", run_id, lost,
+error)`` (``error`` empty: the last batch had the result), ``("delivered", run_id, mid, ok)``;
+``("down", why)`` before it exits when the head stops answering.
 
 Its stdin closing (the engine exited, even by ``kill -9``) ends it, and with it the actors it
 owns; their reapers end the agents' process groups on the nodes.
@@ -150,8 +150,8 @@ class Driver:
         ray = self.ray
         ended = False
         try:
-            async for batch in self.batches(actor, spec):
-                ended = ended or batch[-1][0] == "result"
+            async for last, batch in self.batches(actor, spec):
+                ended = ended or last
                 await self.send("events", run_id, batch)
             await self.send("end", run_id, False, "" if ended else "no result from the worker")
         except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as e:
@@ -167,7 +167,7 @@ class Driver:
                 ray.kill(actor, no_restart=True)
             self.killed.discard(run_id)
 
-    async def batches(self, actor: Any, spec: dict[str, Any]) -> AsyncIterator[list[Any]]:
+    async def batches(self, actor: Any, spec: dict[str, Any]) -> AsyncIterator[tuple[bool, bytes]]:
         """The run's event batches: a streaming generator, or (Ray Client has none) a batch
         asked for at a time."""
         if self.client:

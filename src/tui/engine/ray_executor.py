@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import pickle
 import sys
 from typing import Any
 
@@ -250,7 +251,7 @@ class RayExecutor:
                 if message[0] == "end":
                     _, _, lost, error = message
                     break
-                for event in message[2]:
+                for event in pickle.loads(message[2]):
                     kind = event[0]
                     if kind == "out":
                         await host.output_lines(run, event[1], event[2].split("\n"))
