@@ -6,7 +6,7 @@ Ray ends a driver whose head is gone; were the driver the engine's own process, 
 and stdout; the driver joins the cluster and carries each run out in an actor
 (``ray_worker.TaskRunner``), sending the run's event batches back as they come.
 
-Engine → driver: ``("run", run_id, spec, options)``, ``("answer", run_id, qid, reply)``,
+Engine → driver: ``("run", run_id, pickled spec, options)``, ``("answer", run_id, qid, reply)``,
 ``("message", run_id, mid, text)``, ``("kill", run_id)``, ``("close",)``.
 Driver → engine: ``("ready",)`` or ``("unavailable", why)`` first; then ``("events", run_id,
 pickled batch)`` (pickled by the worker: the driver does not open it), ``("end", run_id, lost,
@@ -137,7 +137,7 @@ class Driver:
         for actor in self.idle:
             self.ray.kill(actor, no_restart=True)
 
-    def start(self, run_id: int, spec: dict[str, Any], options: dict[str, Any]) -> None:
+    def start(self, run_id: int, spec: bytes, options: dict[str, Any]) -> None:
         # Only actors that hold nothing while idle are kept for the next run: one placed by
         # `resources:` keeps its CPUs, memory and custom resources for as long as it lives.
         actor = self.idle.pop() if not options and self.idle else None
@@ -146,7 +146,7 @@ class Driver:
         self.actors[run_id] = actor
         self.spawn(self.stream(run_id, actor, spec, reusable=not options))
 
-    async def stream(self, run_id: int, actor: Any, spec: dict[str, Any], reusable: bool) -> None:
+    async def stream(self, run_id: int, actor: Any, spec: bytes, reusable: bool) -> None:
         ray = self.ray
         ended = False
         try:
@@ -167,7 +167,7 @@ class Driver:
                 ray.kill(actor, no_restart=True)
             self.killed.discard(run_id)
 
-    async def batches(self, actor: Any, spec: dict[str, Any]) -> AsyncIterator[tuple[bool, bytes]]:
+    async def batches(self, actor: Any, spec: bytes) -> AsyncIterator[tuple[bool, bytes]]:
         """The run's event batches: a streaming generator, or (Ray Client has none) a batch
         asked for at a time."""
         if self.client:

@@ -224,7 +224,9 @@ class RayExecutor:
         driver.runs[run.run_id] = queue
         if driver.gone.is_set():
             queue.put_nowait(("end", run.run_id, True, driver.down))
-        driver.send("run", run.run_id, _spec(run, rec, began, host), options)
+        # Pickled here and opened on the worker only: the driver hands it on as it is.
+        spec = pickle.dumps(_spec(run, rec, began, host), pickle.HIGHEST_PROTOCOL)
+        driver.send("run", run.run_id, spec, options)
         try:
             return await self._follow(driver, queue, run, host)
         except asyncio.CancelledError:

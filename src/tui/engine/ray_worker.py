@@ -139,10 +139,11 @@ class TaskRunner:
             self._node = str(ray.get_runtime_context().get_node_id())
         return self._node
 
-    async def run(self, spec: dict[str, Any]) -> AsyncIterator[Packed]:
+    async def run(self, packed_spec: bytes) -> AsyncIterator[Packed]:
         """The run to its end, as batches of events; the last event is ``("result", {...})``.
-        Each batch goes pickled (with whether it is the last): the driver hands it on to the
-        engine as it is, without opening it."""
+        The spec comes pickled by the engine, and each batch goes pickled (with whether it is
+        the last): the driver hands both on as they are, without opening them."""
+        spec: dict[str, Any] = pickle.loads(packed_spec)
         # The node goes with the first batch, the result with the last: a short task is one
         # round trip.
         self._outbox, self._held, self._killed = [("node", self.node())], 0, False
@@ -169,8 +170,8 @@ class TaskRunner:
 
     # Ray Client (`ray://`) has no streaming generators: there the driver starts the run with
     # ``begin`` and asks for each batch with ``next_batch`` (None once the result has gone).
-    async def begin(self, spec: dict[str, Any]) -> None:
-        self._batches = self.run(spec)
+    async def begin(self, packed_spec: bytes) -> None:
+        self._batches = self.run(packed_spec)
 
     async def next_batch(self) -> Packed | None:
         if self._batches is None:
