@@ -76,9 +76,45 @@ class OutputBuffer:
                     return
                 first_id = await self._store.append_chunks(chunks)
             except DiskFullError as e:
-                self._not_stored(e, {c[1] for c in chunks} | {r[1] for r in raw})
+                await self._store_each_run(e, chunks, raw)
                 return
             self._publish(OutputBatch.of_chunks(first_id, chunks))
+
+    async def _store_each_run(
+        self,
+        full: DiskFullError,
+        chunks: list[ChunkRow],
+        raw: list[tuple[str, int, int, float, str]],
+    ) -> None:
+        """The disk refused a batch: store it again run by run, smallest first, so that a
+        quiet task's few lines are not lost with the flood that filled the disk. Only the runs
+        whose own lines do not fit are told (and fail)."""
+        runs: dict[int, tuple[list[ChunkRow], list[tuple[str, int, int, float, str]]]] = {}
+        for c in chunks:
+            runs.setdefault(c[1], ([], []))[0].append(c)
+        for r in raw:
+            runs.setdefault(r[1], ([], []))[1].append(r)
+
+        def size(
+            item: tuple[int, tuple[list[ChunkRow], list[tuple[str, int, int, float, str]]]],
+        ) -> int:
+            own_chunks, own_raw = item[1]
+            return sum(len(c[5]) for c in own_chunks) + sum(len(r[4]) for r in own_raw)
+
+        refused: set[int] = set()
+        error = full
+        for run_id, (own_chunks, own_raw) in sorted(runs.items(), key=size):
+            try:
+                await self._store.append_raw(own_raw)
+                first_id = await self._store.append_chunks(own_chunks)
+            except DiskFullError as e:
+                refused.add(run_id)
+                error = e
+                continue
+            if own_chunks:
+                self._publish(OutputBatch.of_chunks(first_id, own_chunks))
+        if refused:
+            self._not_stored(error, refused)
 
     async def loop(self) -> None:
         """Flush a frame after the first line of each batch, forever."""

@@ -152,6 +152,10 @@ class RunEnd:
         if error and outcome != State.COMPLETED:
             await self.output.add(run, STDERR, [f"[tui] {error}"])
         await self.output.flush()
+        if run.kill_reason == "disk_full" and outcome != State.FAILED:
+            # Its last lines met a full disk after it ended: it cannot count as done with
+            # output missing (the reason names the file and what to do).
+            outcome, error, stored = State.FAILED, run.kill_error, None
         if run.recorded is not None:
             try:
                 await run.recorded
