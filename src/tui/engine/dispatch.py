@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, cast
 
+from tui.engine.adapter import RunResult
 from tui.engine.clock import Clock
 from tui.engine.conditions import holds
 from tui.engine.graph import Graph
@@ -39,6 +40,7 @@ class Dispatch:
     _runners: set[asyncio.Task[None]]
     _wake: asyncio.Event
     _batch: asyncio.Lock
+    _started: bool
 
     if TYPE_CHECKING:  # from the other parts of Engine (scheduler, subtasks, run_end)
 
@@ -55,6 +57,8 @@ class Dispatch:
         async def _settle_subtasks(self) -> None: ...
 
         async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None: ...
+
+        async def _finish(self, run: Run, result: RunResult) -> None: ...
 
     def _took(self, rec: TaskRecord) -> None:
         """The store returned ``rec`` as a transaction left it: it replaces what we knew."""
@@ -206,15 +210,7 @@ class Dispatch:
 
     async def _start_runnable(self) -> None:
         busy = Counter(self._tasks[r.task_id].task.agent.type for r in self._running.values())
-        picked = self.queue.pick(
-            busy,
-            lambda tid: self._tasks[tid].task.agent.type,
-            lambda tid: (
-                tid in self._tasks
-                and self._tasks[tid].state == State.QUEUED
-                and tid not in self._running
-            ),
-        )
+        picked = self.queue.pick(busy, self._agent_type, self._runnable)
         # Started together, so their store calls share one round trip; a slot is taken only
         # once its run is stored, and nothing else starts tasks meanwhile (this loop is the
         # only caller, and it waits here).
@@ -222,11 +218,45 @@ class Dispatch:
 
     async def _start(self, task_id: str) -> None:
         began = await self.store.start_run(task_id, self.id, self._tasks.get(task_id))
+        await self._launch(began)
+
+    def _next_for_slot(self, freeing: str) -> str | None:
+        """The queued task that takes over the slot of ``freeing``'s run as it ends, so that
+        its start rides in the end's transaction (one store round trip and no wake-up of the
+        schedule loop per task); None when there is none or the schedule loop is picking
+        (its picks are not yet counted in ``_running``), or the engine is stopping.
+        The task is taken off the queue: it is started by the caller or put back."""
+        if not self._started or self._batch.locked() or not len(self.queue):
+            return None
+        busy = Counter(
+            self._tasks[r.task_id].task.agent.type
+            for tid, r in self._running.items()
+            if tid != freeing
+        )
+        picked = self.queue.pick(busy, self._agent_type, self._runnable, most=1)
+        return picked[0] if picked else None
+
+    def _agent_type(self, task_id: str) -> str:
+        return self._tasks[task_id].task.agent.type
+
+    def _runnable(self, task_id: str) -> bool:
+        rec = self._tasks.get(task_id)
+        return rec is not None and rec.state == State.QUEUED and task_id not in self._running
+
+    async def _launch(self, began: RunStart | None) -> None:
+        """A run stored as started (its row committed): carry it out."""
         if began is None or began.task is None:
             return
         self._took(began.task)
+        task_id = began.task.id
         run = Run(task_id, began.run_id, attempt=began.attempt)
         self._running[task_id] = run
+        if not self._started:
+            # Stored in a run's end's transaction as the engine began to stop: `stop` does not
+            # see this run, so it ends here, nothing started, as interrupted (queued again).
+            run.kill_reason = "shutdown"
+            await self._finish(run, RunResult(State.FAILED, error="interrupted"))
+            return
         run.runner = asyncio.create_task(
             self._execute(
                 run, began, cast("RunHost", self)
