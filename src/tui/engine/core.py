@@ -20,7 +20,7 @@ from tui.engine.worktrees import Worktrees
 from tui.model.states import State
 from tui.model.workflow import FileDefaults
 from tui.store.db import Store
-from tui.store.records import TaskRecord
+from tui.store.records import RunStart, TaskRecord
 
 
 class EngineCore:
@@ -74,6 +74,10 @@ class EngineCore:
         async def _dependents_may_run(self, task_id: str) -> None: ...
 
         async def _cascade_failure(self, task_id: str) -> None: ...
+
+        def _next_for_slot(self, freeing: str) -> str | None: ...
+
+        async def _launch(self, began: RunStart | None) -> None: ...
 
         # -- tui.engine.questions and tui.engine.subtasks ----------------------------------
 

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 from dataclasses import replace
+from typing import Any
 
 from tui.engine.adapter import RunResult
 from tui.engine.attempts import Policy, attempt_move, interrupted_move, task_result
@@ -122,11 +123,17 @@ class RunEnd(EngineCore):
             if move.to == State.COMPLETED and self._waits_on_children(task_id):
                 why = "its run completed; waiting on its subtasks"
                 move = Move(task_id, move.expected, State.BLOCKED, why, move.updates)
-        new = await self._end_run(run, outcome, interrupted, error, result, move, stored, rec)
+        # The slot this run leaves goes to the next queued task in the same transaction.
+        nxt = None if interrupted or review else self._next_for_slot(task_id)
+        new, began = await self._end_run(
+            run, outcome, interrupted, error, result, move, stored, rec, nxt
+        )
         self._running.pop(task_id, None)
         if new is not None:
             self._took(new)
-        elif not review:  # the task moved meanwhile; its totals did change
+        if began is not None:  # into the slot just left, before anything else may look at it
+            await self._launch(began)
+        if new is None and not review:  # the task moved meanwhile; its totals did change
             fresh = await self.store.get_task(task_id)
             if fresh is not None:
                 self._took(fresh)
@@ -170,22 +177,31 @@ class RunEnd(EngineCore):
         move: Move | None,
         stored: str | None,
         rec: TaskRecord,
-    ) -> TaskRecord | None:
+        nxt: str | None,
+    ) -> tuple[TaskRecord | None, RunStart | None]:
+        """Store the run's end (and start ``nxt``'s run with it): the task ``move`` moved,
+        and the next run as started (None if ``nxt`` was not QUEUED any more)."""
+        end: dict[str, Any] = {
+            "outcome": "interrupted" if interrupted else outcome.value,
+            "exit_code": result.exit_code,
+            "error": error,
+            "cost_usd": result.cost_usd,
+            "tokens_in": result.tokens_in,
+            "tokens_out": result.tokens_out,
+            "session_id": result.session_id,
+            "then": move,
+            "result": stored,
+            "base": rec,
+        }
         while True:
             try:
-                return await self.store.end_run(
-                    run.run_id,
-                    outcome="interrupted" if interrupted else outcome.value,
-                    exit_code=result.exit_code,
-                    error=error,
-                    cost_usd=result.cost_usd,
-                    tokens_in=result.tokens_in,
-                    tokens_out=result.tokens_out,
-                    session_id=result.session_id,
-                    then=move,
-                    result=stored,
-                    base=rec,
-                )
+                if nxt is None:
+                    return await self.store.end_run(run.run_id, **end), None
+                start = (nxt, self.engine_id, self._tasks.get(nxt))
+                return await self.store.end_run_then_start(run.run_id, start, **end)
             except DiskFullError as e:  # the run's end is stored once there is room again
                 log.error("%s; run %s ends when it can be stored", e, run.run_id)
+                if nxt is not None:  # not started meanwhile: back to the queue
+                    self._enqueue(self._tasks[nxt])
+                    nxt = None
                 await asyncio.sleep(DISK_FULL_RETRY)
