@@ -1,6 +1,7 @@
 """What the parts of ``Engine`` (tui.engine.scheduler) share, declared once: the engine's
-state and the methods one part calls on another. The parts (``RunEnd``, ``Questions``,
-``Subtasks``) derive from this class; ``Engine`` sets the attributes and mixes the parts in.
+state and the methods one part calls on another. The parts (``Dispatch``, ``RunEnd``,
+``Questions``, ``Subtasks``) derive from this class; ``Engine`` sets the attributes and
+mixes the parts in.
 
 The methods are declared for the type checker only: at run time the class has none, so no
 stub can shadow a part's real method whatever the order of the mix.
@@ -12,10 +13,11 @@ import random
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tui.engine.adapter import RunResult
 from tui.engine.children import Children
 from tui.engine.clock import Clock
 from tui.engine.output import OutputBuffer
-from tui.engine.runner import Executor, Run
+from tui.engine.runner import Executor, Run, RunHost
 from tui.engine.worktrees import Worktrees
 from tui.model.states import State
 from tui.model.workflow import FileDefaults
@@ -88,3 +90,19 @@ class EngineCore:
         ) -> str: ...
 
         def _waits_on_children(self, task_id: str) -> bool: ...
+
+        def _mark_subtask(self, rec: TaskRecord) -> None: ...
+
+        def _parent_lets_run(self, rec: TaskRecord) -> bool: ...
+
+        async def _as_parent(
+            self, rec: TaskRecord, to: State, reason: str
+        ) -> tuple[State, str]: ...
+
+        async def _settle_subtasks(self) -> None: ...
+
+        # -- tui.engine.run_end --------------------------------------------------------------
+
+        async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None: ...
+
+        async def _finish(self, run: Run, result: RunResult) -> None: ...

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tui.engine.adapter import RunResult
 from tui.engine.classifying import classified
-from tui.engine.clock import Clock
 from tui.engine.conditions import holds
+from tui.engine.core import EngineCore
 from tui.engine.graph import Graph
 from tui.engine.queue import RunQueue
 from tui.engine.runner import Run
@@ -22,7 +22,7 @@ from tui.engine.summaries import compaction_decision
 from tui.engine.workflow import WorkflowError, needs_of
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import priority_rank
-from tui.store.db import Move, Store
+from tui.store.db import Move
 from tui.store.records import TaskRecord
 
 if TYPE_CHECKING:
@@ -30,37 +30,15 @@ if TYPE_CHECKING:
     from tui.store.records import RunStart
 
 
-class Dispatch:
+class Dispatch(EngineCore):
     id: str
-    store: Store
     graph: Graph
     queue: RunQueue
-    clock: Clock
-    _tasks: dict[str, TaskRecord]
-    _running: dict[str, Run]
     _retrying: set[str]
     _runners: set[asyncio.Task[None]]
     _wake: asyncio.Event
     _batch: asyncio.Lock
     _started: bool
-
-    if TYPE_CHECKING:  # from the other parts of Engine (scheduler, subtasks, run_end)
-
-        async def _changed_now(self) -> None: ...
-
-        def _mark_subtask(self, rec: TaskRecord) -> None: ...
-
-        def _parent_lets_run(self, rec: TaskRecord) -> bool: ...
-
-        async def _as_parent(
-            self, rec: TaskRecord, to: State, reason: str
-        ) -> tuple[State, str]: ...
-
-        async def _settle_subtasks(self) -> None: ...
-
-        async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None: ...
-
-        async def _finish(self, run: Run, result: RunResult) -> None: ...
 
     def _took(self, rec: TaskRecord) -> None:
         """The store returned ``rec`` as a transaction left it: it replaces what we knew."""
