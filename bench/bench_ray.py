@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -36,12 +37,17 @@ from tui.store.db import Store
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
-def start_head(temp: Path) -> tuple[int, str]:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return int(s.getsockname()[1])
+
+
+def start_head(temp: Path) -> tuple[int, str]:
+    port, client_port = free_port(), free_port()
     proc = subprocess.Popen(
-        [RAY, "start", "--head", f"--port={port}", f"--temp-dir={temp}", "--num-cpus=8",
+        [RAY, "start", "--head", f"--port={port}", f"--ray-client-server-port={client_port}",
+         f"--temp-dir={temp}", "--num-cpus=8",
          "--include-dashboard=false", "--disable-usage-stats",
          "--object-store-memory=100000000"],
         stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
@@ -56,12 +62,21 @@ def start_head(temp: Path) -> tuple[int, str]:
 CONCURRENCY = 8
 
 
-async def run_tasks(db: Path, tasks: list[Task], executor: RayExecutor | None) -> float:
-    db.unlink(missing_ok=True)
+async def run_tasks(
+    db: Path, tasks: list[Task], executor: RayExecutor | None, expect_lines: int = 0
+) -> float:
+    # A fresh database each time, -wal and -shm included (a stale -wal would bring back the
+    # previous run's tasks, already COMPLETED).
+    for path in db.parent.glob(db.name + "*"):
+        path.unlink()
     store = await Store.open(db)
     engine = Engine(store, concurrency=CONCURRENCY, executor=executor)
     await engine.start()
     try:
+        if executor is not None:
+            # Warm, as in a long-lived daemon: the cluster joined, one actor per slot started.
+            warm = [shell(f"w{i}", "sleep 0.5") for i in range(CONCURRENCY)]
+            await engine.wait_settled(await engine.submit(warm))
         t0 = time.perf_counter()
         ids = await engine.submit(tasks)
         await engine.wait_settled(ids)
@@ -69,6 +84,10 @@ async def run_tasks(db: Path, tasks: list[Task], executor: RayExecutor | None) -
         bad = [r.name for r in await engine.list_tasks() if r.state != "COMPLETED"]
         if bad:
             raise SystemExit(f"tasks did not complete: {bad[:5]}")
+        if expect_lines:
+            stored = sum(n for _, n in await store.output_index(ids[0]))
+            if stored != expect_lines:
+                raise SystemExit(f"{stored} lines stored, not {expect_lines}")
         return wall
     finally:
         await engine.stop()
@@ -79,9 +98,14 @@ def shell(name: str, script: str) -> Task:
     return Task(name=name, agent={"type": "shell", "instructions": script})
 
 
-async def transport(batches: int, per_batch: int) -> tuple[float, float]:
+async def transport(address: str, batches: int, per_batch: int) -> tuple[float, float]:
     """Seconds to carry ``batches`` batches of lines: streaming generator, polled method."""
     import ray
+
+    # The executor's driver is a process of its own: this one joins the cluster for this part.
+    ray.init(
+        address=address, log_to_driver=False, logging_level=logging.ERROR, ignore_reinit_error=True
+    )
 
     @ray.remote
     class Source:
@@ -123,19 +147,17 @@ async def transport(batches: int, per_batch: int) -> tuple[float, float]:
 async def measure(address: str, db: Path, tasks: int, lines: int) -> None:
     trues = [shell(f"t{i}", "true") for i in range(tasks)]
     ray_ex = RayExecutor(address)
-    # Warm: the actors (one per concurrent slot) start once, as in a long-lived daemon.
-    await run_tasks(db, [shell(f"w{i}", "sleep 0.5") for i in range(8)], ray_ex)
     local = await run_tasks(db, trues, None)
     on_ray = await run_tasks(db, trues, ray_ex)
     per_task = (on_ray - local) / tasks * 1000
     print(f"{tasks} x true, concurrency {CONCURRENCY}: local {local:.2f} s, ray {on_ray:.2f} s;"
           f" overhead {per_task:.1f} ms/task (target <= 5)")  # fmt: skip
     big = [shell("big", f"seq 1 {lines}")]
-    local = await run_tasks(db, big, None)
-    on_ray = await run_tasks(db, big, ray_ex)
+    local = await run_tasks(db, big, None, lines)
+    on_ray = await run_tasks(db, big, ray_ex, lines)
     print(f"{lines} lines: local {lines / local / 1000:.0f}k lines/s,"
           f" ray {lines / on_ray / 1000:.0f}k lines/s (target >= 200k)")  # fmt: skip
-    stream, poll = await transport(2000, 100)
+    stream, poll = await transport(address, 2000, 100)
     print(f"2000 batches of 100 lines: streaming generator {stream * 1000:.0f} ms,"
           f" polled method {poll * 1000:.0f} ms")  # fmt: skip
 

@@ -39,6 +39,27 @@ async def settled(engine: Engine, task_id: str) -> None:
     await asyncio.wait_for(engine.wait_settled([task_id]), 30)
 
 
+async def continued(engine: Engine, store: Store, task: Task, server: Any) -> None:
+    """Run ``task`` (its script answers "first answer", then "second answer"), `continue` it
+    with "now the tests", and check that the second run resumed the first run's session and
+    that the model got the message with the first answer before it."""
+    from tests.conftest import wait_state
+    from tui.engine import api
+    from tui.model.states import State
+
+    await engine.submit([task])
+    await settled(engine, task.id)
+    await engine.handle(api.Continue(task_id=task.id, text="now the tests"))
+    await wait_state(engine, task.id, State.QUEUED, State.RUNNING, State.COMPLETED)
+    await settled(engine, task.id)
+
+    assert (await engine.get(task.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    first, second = await store.runs(task.id)
+    assert first.session_id and second.session_id == first.session_id  # the CLI's resume
+    last = server.turn_requests()[-1].flat_text()
+    assert "now the tests" in last and "first answer" in last
+
+
 async def raw_lines(store: Store, task_id: str) -> list[dict]:
     return [json.loads(row[-1]) for row in await store.read_raw(task_id)]
 

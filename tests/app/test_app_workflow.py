@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -80,4 +82,35 @@ tasks:
                 lambda: f"summary {before}→{after} chars" in screen_text(app),
                 "build's summary sizes above the output pane",
             )
+            await engine.wait_settled([t.id for t in tasks])
+
+
+async def test_a_task_waiting_on_its_classifier_shows_as_classifying(
+    store: Store, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    tasks = load_task_text(
+        f"""
+classifier:
+  agent: shell
+  prompt: 'read -r _ < "{gate}"; echo "{{\\"agent\\": \\"shell\\"}}"'
+tasks:
+  - name: sorted-out
+    agent: {{instructions: "echo done"}}
+""",
+        "wf.yaml",
+    ).tasks
+    async with owned_engine(store, kill_grace=1.0) as engine:
+        await engine.submit(tasks)
+        app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+        # Wide enough for the state column's words, not only its symbols.
+        async with app.run_test(size=(220, 40)) as pilot:
+            row = lambda: next(  # noqa: E731
+                (ln for ln in screen_text(app).splitlines() if " sorted-out " in ln), ""
+            )
+            await until(pilot, lambda: "classifying" in row(), "sorted-out classifying")
+            await asyncio.to_thread(gate.write_text, "go\n")
+            await until(pilot, lambda: "done" in row().split(" sorted-out ")[0], "sorted-out done")
+            assert "classifying" not in screen_text(app)
             await engine.wait_settled([t.id for t in tasks])

@@ -21,6 +21,7 @@ from tui.app.widgets.question_panel import QuestionPanel
 from tui.daemon.paths import daemon_paths
 from tui.daemon.server import DaemonServer
 from tui.engine.scheduler import Engine
+from tui.model.loader import load_task_text
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Store
@@ -97,6 +98,54 @@ def test_running_dag(snap_compare, tmp_path: Path, size: tuple[int, int]) -> Non
 
     assert snap_compare(
         app_with(tmp_path / "t.db", dag_tasks()), terminal_size=size, run_before=ready
+    )
+
+
+def tree_tasks() -> list[Task]:
+    """A group with a running child and a done one, a finished foreach, and a dependent."""
+    return load_task_text(
+        """
+tasks:
+  - name: build
+    id: t-build
+    subtasks:
+      - {name: lint, agent: {type: shell, instructions: "true"}}
+      - {name: unit-tests, agent: {type: shell, instructions: "echo testing; sleep 300"}}
+  - name: each
+    id: t-each
+    foreach: [api, web]
+    agent: {type: shell, instructions: "echo {{item}}"}
+  - name: deploy
+    id: t-deploy
+    depends_on: [build, each]
+    agent: {type: shell, instructions: "true"}
+""",
+        "tree.yaml",
+    ).tasks
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_subtask_tree(snap_compare, tmp_path: Path, size: tuple[int, int]) -> None:
+    """The list as a tree (the foreach folded with space) and the DAG grouping children."""
+
+    def scene(app: tui_app.TuiApp) -> bool:
+        states = {i: r.state for i, r in app._list.records.items()}
+        return (
+            states.get("t-build.unit-tests") == State.RUNNING
+            and states.get("t-build.lint") == State.COMPLETED
+            and states.get("t-each") == State.COMPLETED
+        )
+
+    async def ready(pilot: Pilot) -> None:
+        await settle(pilot, scene)
+        app = pilot.app
+        assert isinstance(app, tui_app.TuiApp)
+        app._list.select_id("t-each")
+        await pilot.press("space", "2")
+        await pilot.pause()
+
+    assert snap_compare(
+        app_with(tmp_path / "t.db", tree_tasks()), terminal_size=size, run_before=ready
     )
 
 

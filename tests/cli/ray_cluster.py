@@ -23,7 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RAY = str(Path(sys.executable).with_name("ray"))
-START_TIMEOUT = 120.0  # seconds for `ray start` on a loaded 2-core machine
+START_TIMEOUT = 120.0
+COMMON = [
+    "--num-cpus=2",
+    "--object-store-memory=80000000",
+]  # seconds for `ray start` on a loaded 2-core machine
 # Node death is noticed within about a second (Ray's default is 15 s or more).
 HEAD_ENV = {
     "RAY_health_check_initial_delay_ms": "0",
@@ -49,8 +53,13 @@ class Node:
 class RayCluster:
     temp: Path
     address: str = ""
+    client_port: int = 0
     head: Node = field(default_factory=lambda: Node(0))
     worker: Node = field(default_factory=lambda: Node(0))
+
+    @property
+    def client_address(self) -> str:
+        return f"ray://{self.address.rsplit(':', 1)[0]}:{self.client_port}"
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **HEAD_ENV}
@@ -71,24 +80,53 @@ class RayCluster:
             raise RuntimeError(f"ray start {' '.join(args)} failed:\n{out}")
         return node
 
-    def start(self) -> None:
-        port = _free_port()
-        common = ["--num-cpus=2", "--object-store-memory=80000000"]
+    def _start_head(self, port: int) -> None:
+        if not self.client_port:
+            self.client_port = _free_port()
         self.head = self._start(
             "--head",
             "--include-dashboard=false",
             f"--port={port}",
+            # Ray Client (`ray://`); its own port, not the default 10001 another cluster has.
+            f"--ray-client-server-port={self.client_port}",
             f"--temp-dir={self.temp}",
             '--resources={"head_box": 2, "shared": 1}',
-            *common,
+            *COMMON,
         )
+
+    def start(self) -> None:
+        port = _free_port()
+        self._start_head(port)
         ip = (self.temp / "ray_current_cluster").read_text().strip().rsplit(":", 1)[0]
         self.address = f"{ip}:{port}"
         self.worker = self._start(
             f"--address={self.address}",
             '--resources={"worker_box": 2, "shared": 1}',
-            *common,
+            *COMMON,
         )
+        self._find_nodes()
+
+    def stop_head(self) -> None:
+        """What `ray stop` does on the head's machine (TERM, then KILL), to this cluster's
+        head only: its GCS and raylet go, and with them the cluster. The second node's
+        processes are ended too (they would end themselves within a minute): a new head at
+        this address is a new cluster, and `ray start` refuses while processes of the old
+        one still name it."""
+        group, self.head = self.head.group, Node(0)
+        for sig, grace in ((signal.SIGTERM, 15), (signal.SIGKILL, 15)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, sig)
+            deadline = time.monotonic() + grace
+            while _members(group, live=True) and time.monotonic() < deadline:
+                time.sleep(0.05)  # their exit: nothing to wait on but their pids
+        self._end_leftovers()
+
+    def restart_head(self) -> None:
+        """A new head at the same address (a new cluster: new node ids, no worker node)."""
+        self._start_head(int(self.address.rsplit(":", 1)[1]))
+        self._find_nodes()
+
+    def _find_nodes(self) -> None:
         nodes = json.loads(
             subprocess.run(
                 [sys.executable, "-c", _NODES, self.address],
@@ -114,21 +152,27 @@ class RayCluster:
             os.kill(pid, signal.SIGKILL)
 
     def stop(self) -> None:
+        self._end_leftovers()
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+    def _end_leftovers(self) -> None:
         for node in (self.worker, self.head):
             if node.group:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(node.group, signal.SIGKILL)
-        # Workers run in sessions of their own; they carry this cluster's session dir.
+        self.worker = Node(0)
+        # Workers run in sessions of their own; they carry this cluster's session dir, or
+        # its address.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             left = _with_arg(str(self.temp))
+            left += _with_arg(f"--gcs-address={self.address}") if self.address else []
             if not left:
                 break
             for pid in left:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.05)  # their exit: nothing to wait on but their pids
-        shutil.rmtree(self.temp, ignore_errors=True)
 
 
 _NODES = """
@@ -145,13 +189,15 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def _members(pgid: int) -> list[int]:
+def _members(pgid: int, live: bool = False) -> list[int]:
+    """The processes of group ``pgid`` (``live``: not those that exited, unreaped)."""
     out = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             with contextlib.suppress(OSError, ValueError, IndexError):
                 stat = Path(f"/proc/{entry}/stat").read_text()
-                if int(stat[stat.rfind(")") + 2 :].split()[2]) == pgid:
+                fields = stat[stat.rfind(")") + 2 :].split()
+                if int(fields[2]) == pgid and not (live and fields[0] in "ZX"):
                     out.append(int(entry))
     return out
 

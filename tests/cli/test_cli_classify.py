@@ -4,9 +4,10 @@ matching rule (tags, name pattern, project), through the real `tui` command."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from cli_support import Tui, assert_no_traceback
+from cli_support import Tui, assert_no_traceback, wait_until
 
 from tui.model.classify import ClassifyRule
 from tui.model.loader import load_task_text
@@ -81,3 +82,48 @@ def test_first_matching_rule_wins_and_a_written_type_or_model_is_kept(tmp_path: 
         ("d", "claude", ""),  # no rule: the default
         ("gem-c", "claude", ""),  # the task said
     ]
+
+
+def test_the_classifier_agent_picks_and_tui_ls_shows_classifying_meanwhile(tui: Tui) -> None:
+    """config.toml's [classifier] (a scripted one: a shell command emitting JSON) classifies
+    what no rule does; until it answers, `tui ls` shows the task as classifying."""
+    gate = tui.dir / "gate"
+    os.mkfifo(gate)
+    answer = tui.dir / "answer.json"
+    answer.write_text('{"agent": "shell"}\n')
+    config = tui.dir / "user-config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text(
+        f'[classifier]\nagent = "shell"\nprompt = \'read -r _ < "{gate}"; cat "{answer}"\'\n'
+    )
+    path = tui.dir / "c.yaml"
+    path.write_text("tasks:\n  - {name: notes, agent: {instructions: 'echo classified'}}\n")
+    assert tui("validate", str(path), db=False).returncode == 0
+    proc = tui.popen("run", str(path))
+    # `tui ls` as a person reads it, and --json.
+    line = wait_until(
+        lambda: next((ln for ln in tui("ls").stdout.splitlines() if " notes " in ln), ""),
+        "notes listed",
+        proc=proc,
+    )
+    assert "classifying" in line.split() and " ? " in line, line
+    [notes] = [t for t in tui.ls() if t["name"] == "notes"]
+    assert (notes["state"], notes["phase"]) == ("PENDING", "classifying")
+    gate.write_text("go\n")  # the classifier answers
+    out, errs = proc.communicate(timeout=90)
+    assert proc.returncode == 0, out + errs
+    listed = tui.by_name()
+    assert listed["notes"]["state"] == "COMPLETED" and listed["notes"]["agent"] == "shell"
+    assert listed["notes"]["phase"] == ""
+    assert listed["classify:notes"]["tags"] == ["classification"]
+    assert "classified" in tui("logs", "notes").stdout
+
+
+def test_a_bad_classifier_table_is_a_config_error(tui: Tui) -> None:
+    config = tui.dir / "user-config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text('[classifier]\nagent = "taskfile"\nmodle = "x"\n')
+    res = tui("config", "validate", db=False)
+    assert res.returncode == 2, str(res)
+    assert "classifier.agent must be one of claude" in res.stderr
+    assert "did you mean `model`?" in res.stderr

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
-from cli_support import Tui, shell_task, write_tasks
+from cli_support import RUN_TIMEOUT, TUI, Tui, shell_task, write_tasks
 
 # Fan-out after `fetch`, fan-in at `ship`; `lint` also waits on `gen`.
 DAG = [
@@ -143,3 +145,29 @@ def test_refused_duplicate_does_not_run_other_queued_tasks(tui: Tui) -> None:
     assert tui.state_of("flaky") == "QUEUED"
     assert tui.sql("SELECT COUNT(*) FROM runs")[0][0] == runs_before
     assert not marker.exists(), "the refused run started the queued task"
+
+
+def test_done_comes_after_every_transition_when_stdout_and_stderr_share_a_pipe(
+    tui: Tui,
+) -> None:
+    """`tui run f.yaml 2>&1 | tee log`: the summary on stderr is the last line, after the
+    transitions on stdout (which a pipe would otherwise hold back until exit)."""
+    f = write_tasks(
+        tui.dir / "t.yaml",
+        [shell_task("a", "echo hi"), shell_task("b", "echo ho", depends_on="a")],
+    )
+    proc = subprocess.run(
+        [*TUI, "run", str(f), "--db", str(tui.db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=tui.dir,
+        timeout=RUN_TIMEOUT,
+        # As a user's shell has it: stdout into a pipe is block-buffered.
+        env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+    )
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0, proc.stdout
+    assert lines[-1] == "done: 2 completed", lines
+    assert sum("→ COMPLETED" in ln for ln in lines[:-1]) == 2, lines

@@ -4,9 +4,11 @@ rest, a failed child failing an `all` parent, children listed under their parent
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
-from cli_support import Tui, marker_processes, shell_task, write_tasks
+from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 
 def transitions_of(tui: Tui, name: str) -> list[tuple[str | None, str]]:
@@ -205,3 +207,47 @@ def test_retrying_a_failed_child_then_its_parent_completes_the_group(
     assert states["build"] == "COMPLETED" and states["build.flaky"] == "COMPLETED"
     # The parent ran nothing of its own: it waited on its children again.
     assert ("build", "RUNNING", "BLOCKED") in [(n, a, b) for _, n, a, b, _ in tui.transitions()]
+
+
+def test_kill_9_mid_group_then_the_next_run_settles_it_from_the_stored_children(
+    tui: Tui, tmp_path: Path
+) -> None:
+    """The parent's counts of its children are rebuilt from the store after a crash: the
+    children that completed before it count, and none of them runs again."""
+    marker = tui.marker()
+    gate = tmp_path / "go"
+    held = f": {marker}; until [ -e {gate} ]; do sleep 0.05; done; echo b"
+    f = write_tasks(
+        tmp_path / "g.yaml",
+        [
+            {
+                "name": "grp",
+                "id": "grp",
+                "subtasks": [
+                    shell_task("a", "echo a"),
+                    shell_task("b", held),
+                    shell_task("c", "echo c", depends_on="a"),
+                ],
+            }
+        ],
+    )
+    run = tui.popen("run", str(f))
+    wait_until(
+        lambda: tui.state_of("grp.c") == "COMPLETED" and tui.state_of("grp.b") == "RUNNING",
+        "a and c done, b running",
+        proc=run,
+    )
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=30)
+    assert tui.state_of("grp") == "BLOCKED"
+
+    gate.touch()
+    res = tui("run", timeout=120)
+    assert res.returncode == 0, str(res)
+    tasks = tui.by_name()
+    assert tasks["grp"]["state"] == "COMPLETED", tasks["grp"]
+    assert tasks["grp"]["result"] == {"a": "a", "b": "b", "c": "c"}
+    for name in ("grp.a", "grp.c"):
+        started = [t for t in transitions_of(tui, name) if t[1] == "RUNNING"]
+        assert len(started) == 1, (name, started)
+    assert marker_processes(marker) == []

@@ -22,7 +22,7 @@ def test_the_sample_workflow_runs_end_to_end(
     res = tui("run", str(SAMPLE), timeout=120)
     # Skipped tasks are a pipeline that finished: exit 0.
     assert res.returncode == 0, str(res)
-    assert "done: 6 completed, 2 skipped" in res.stderr
+    assert "done: 10 completed, 2 skipped" in res.stderr
     tasks = tui.by_name()
     assert {n: t["state"] for n, t in tasks.items()} == {
         "analyze": "COMPLETED",
@@ -34,7 +34,11 @@ def test_the_sample_workflow_runs_end_to_end(
         "per-file": "COMPLETED",
         "per-file[0]": "COMPLETED",
         "per-file[1]": "COMPLETED",
+        "compact:per-file": "COMPLETED",
+        "brief": "COMPLETED",
         "settle": "COMPLETED",
+        "classify:triage": "COMPLETED",
+        "triage": "COMPLETED",
     }
     assert tasks["flaky-lint"]["attempts"] == 2
     assert tasks["per-file"]["result"] == ["checked src/app.py", "checked docs/notes.md"]
@@ -56,11 +60,19 @@ def test_the_sample_workflow_runs_end_to_end(
     celebrate = tasks["celebrate"]["summary"]
     assert celebrate["summary"] == "celebrate completed: success"
     assert celebrate["size_before"] == len(tasks["celebrate"]["result"])
+    # Compaction: per-file's result (47 characters as JSON) is over the threshold of 40.
+    assert tasks["brief"]["result"] == "2 files checked"
+    compacted = tasks["per-file"]["summary"]
+    assert compacted["strategy"] == "compacted" and compacted["size_before"] == 47
+    # The classifier chose shell for the task that left its agent out.
+    assert tasks["triage"]["agent"] == "shell" and tasks["classify:triage"]["agent"] == "shell"
+    assert tasks["triage"]["result"] == "triaged by a shell task"
     assert tasks["console"]["result"] is None  # never ran
     # The hooks got every completed and skipped task as JSON on stdin, one line each.
     seen = [json.loads(line) for line in hook_log.read_text().splitlines()]
     assert sorted((t["name"], t["hook"]) for t in seen) == [
         ("analyze", "on_complete"),
+        ("brief", "on_complete"),
         ("celebrate", "on_complete"),
         ("console", "on_skip"),
         ("digest", "on_complete"),
@@ -70,6 +82,7 @@ def test_the_sample_workflow_runs_end_to_end(
         ("per-file[1]", "on_complete"),
         ("report", "on_complete"),
         ("settle", "on_complete"),
+        ("triage", "on_complete"),
     ]
     # `tui ls` shows the skipped state by name.
     listing = tui("ls")

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import Tui, shell_task, wait_until, write_tasks
+from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install 'tui[ray]')")
 
 from ray_cluster import RayCluster, start_cluster
+from tests.agents.claude.model_server import ModelServer, text, tool_use
+from tests.agents.cli_support import cli_path, needs_cli
+
+needs_claude = needs_cli("claude")
 
 RUN = 180.0  # seconds for one `tui run` on Ray (worker processes start on a loaded machine)
 
@@ -176,9 +181,13 @@ def test_forward_env_reaches_the_worker_and_is_stored_nowhere(
         assert secret.encode() not in path.read_bytes(), path
 
 
-def test_doctor_shows_the_nodes_and_their_free_resources(rtui: Tui, cluster: RayCluster) -> None:
+@pytest.mark.parametrize("client", [False, True], ids=["gcs", "ray-client"])
+def test_doctor_shows_the_nodes_and_their_free_resources(
+    rtui: Tui, cluster: RayCluster, client: bool
+) -> None:
     config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
-    config.write_text(f'[executor]\nkind = "ray"\naddress = "{cluster.address}"\n')
+    address = cluster.client_address if client else cluster.address
+    config.write_text(f'[executor]\nkind = "ray"\naddress = "{address}"\n')
     res = rtui("doctor", timeout=RUN)
     lines = [ln for ln in res.stdout.splitlines() if ln.split()[1:2] == ["executor"]]
     assert lines[0].startswith("ok") and "2 node(s)" in lines[0], res.stdout
@@ -246,6 +255,136 @@ def test_a_cluster_that_does_not_answer_holds_tasks_back_and_says_why(
     assert "ran" not in _printed(rtui, "held")
 
 
+def test_kill_9_of_the_ray_driver_interrupts_the_run_and_the_engine_carries_on(
+    rtui: Tui, cluster: RayCluster
+) -> None:
+    gate, pidfile = rtui.dir / "gate", rtui.dir / "bg.pid"
+    script = (
+        f"if [ ! -e {gate} ]; then touch {gate}; sleep 300 & echo $! > {pidfile}; wait; fi; "
+        "echo done on $TUI_NODE_ID"
+    )
+    tasks = [shell_task("d9", script, resources={"custom": {"worker_box": 1}})]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "d9.yaml", tasks)), "--executor", "ray")
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), "started", RUN, run)
+    bg = int(pidfile.read_text())
+    [driver] = marker_processes("tui.engine.ray_driver")
+    os.kill(driver, signal.SIGKILL)
+    out, errs = run.communicate(timeout=RUN)
+    assert run.returncode == 0, out + errs  # the engine lived on, with a new driver
+    assert [outcome for _, outcome in _nodes_of_runs(rtui)["d9"]] == ["interrupted", "COMPLETED"]
+    assert _printed(rtui, "d9") == [
+        "[tui] the Ray driver process exited (-9); run interrupted",  # said, in its output
+        f"done on {cluster.worker.node_id}",
+    ]
+    wait_until(lambda: _gone(bg), "the first run's process on the worker is gone", 30)
+
+
+def test_ray_client_address_places_a_task_and_carries_its_question(
+    rtui: Tui, cluster: RayCluster
+) -> None:
+    """`ray://HOST:PORT` (Ray Client, the head's client server): no streaming generators
+    there, so batches are asked for one at a time; the same output, question and node."""
+    config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
+    config.write_text(f'[executor]\nkind = "ray"\naddress = "{cluster.client_address}"\n')
+    script = (
+        'echo "before on $TUI_NODE_ID"; '
+        'a=$(tui ask "Which database?" --option SQLite --option PostgreSQL); '
+        'echo "answer: $a"; seq 1 5000 | tail -n 1'
+    )
+    tasks = [shell_task("client", script, resources={"custom": {"worker_box": 1}})]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "client.yaml", tasks)))
+
+    def question() -> str | None:
+        res = rtui("questions", "--json")
+        found = json.loads(res.stdout) if res.returncode == 0 else []
+        return found[0]["id"] if found else None
+
+    qid = wait_until(question, "the task's question", timeout=RUN, proc=run)
+    assert rtui("answer", qid, "1").returncode == 0
+    out, errs = run.communicate(timeout=RUN)
+    assert run.returncode == 0, out + errs
+    assert _printed(rtui, "client") == [
+        f"before on {cluster.worker.node_id}",
+        "answer: SQLite",
+        "5000",
+    ]
+    assert _nodes_of_runs(rtui)["client"] == [(cluster.worker.node_id, "COMPLETED")]
+
+
+@needs_claude
+def test_claude_cli_on_the_second_node_asks_and_completes(
+    rtui: Tui, cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real claude CLI, on the worker node, against the scripted model server; its key
+    reaches the node as a user's would, through `forward_env`."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    (Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml").write_text(
+        f'[executor]\naddress = "{cluster.address}"\nforward_env = ["ANTHROPIC_API_KEY"]\n'
+    )
+    question = {
+        "question": "Which database should the service use?",
+        "header": "Database",
+        "multiSelect": False,
+        "options": [
+            {"label": "SQLite", "description": "Embedded"},
+            {"label": "PostgreSQL", "description": "Server"},
+        ],
+    }
+    project = tmp_path / "project"
+    project.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    with ModelServer() as model:
+        model.script(
+            "zr-ray",
+            [
+                tool_use("AskUserQuestion", {"questions": [question]}, say="Let me ask."),
+                tool_use("Bash", {"command": "echo bash-ran-on-$TUI_NODE_ID"}),
+                text("Using the answer."),
+            ],
+        )
+        task = {
+            "name": "claude-on-worker",
+            "resources": {"custom": {"worker_box": 1}},
+            "agent": {
+                "type": "claude",
+                "instructions": "zr-ray: pick a database",
+                "project_dir": str(project),
+                "skip_planning": True,
+                "allowed_tools": ["Bash"],
+                "env": {
+                    "TUI_CLAUDE_BIN": str(cli_path("claude")),
+                    "ANTHROPIC_BASE_URL": model.url,
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                    "HOME": str(home),
+                },
+            },
+        }
+        run = rtui.popen(
+            "run", str(write_tasks(rtui.dir / "claude.yaml", [task])), "--executor", "ray"
+        )
+
+        def asked() -> str | None:
+            res = rtui("questions", "--json")
+            found = json.loads(res.stdout) if res.returncode == 0 else []
+            return found[0]["id"] if found else None
+
+        qid = wait_until(asked, "claude's question from the worker", timeout=RUN, proc=run)
+        assert rtui.state_of("claude-on-worker") == "READY"
+        res = rtui("answer", qid, "2")
+        assert res.returncode == 0, str(res)
+        out, errs = run.communicate(timeout=RUN)
+        assert run.returncode == 0, out + errs
+        [result] = [
+            r for r in model.main_requests("zr-ray")[1].tool_results() if "Which database" in str(r)
+        ]
+    assert '"Which database should the service use?"="PostgreSQL"' in str(result["content"])
+    assert _nodes_of_runs(rtui)["claude-on-worker"] == [(cluster.worker.node_id, "COMPLETED")]
+    lines = _printed(rtui, "claude-on-worker")
+    assert "Let me ask." in lines and "Using the answer." in lines
+    assert any(f"bash-ran-on-{cluster.worker.node_id}" in ln for ln in lines), lines
+
+
 def test_worker_node_dies_mid_run_task_requeued_and_completed_on_head(
     rtui: Tui, cluster: RayCluster
 ) -> None:
@@ -286,4 +425,58 @@ def test_worker_node_dies_mid_run_task_requeued_and_completed_on_head(
     assert victim_row["state"] == "COMPLETED"
     wait_until(lambda: _gone(bg), "the victim's process on the dead node is gone", 15)
     reasons = [r for _, name, _, to, r in rtui.transitions() if name == "victim" and to == "QUEUED"]
+    assert "interrupted" in reasons
+
+
+def test_head_goes_away_engine_lives_and_placement_resumes_with_a_new_head(
+    rtui: Tui, cluster: RayCluster
+) -> None:
+    """Runs after the worker node's death: the head is stopped mid-run, then started again."""
+    pidfile = rtui.dir / "first.pid"
+    old_head = cluster.head.node_id
+    script = (
+        'echo "on $TUI_NODE_ID"; '
+        f'if [ "$TUI_NODE_ID" = "{old_head}" ]; then sleep 300 & echo $! > {pidfile}; wait; fi'
+    )
+    tasks = [
+        shell_task("before", "echo stored before"),
+        # One attempt only: the interrupted run must not use it.
+        shell_task(
+            "through",
+            script,
+            depends_on=["before"],
+            resources={"custom": {"head_box": 1}},
+            retry={"max_attempts": 1},
+        ),
+    ]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "head.yaml", tasks)), "--executor", "ray")
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), "started", RUN, run)
+    bg = int(pidfile.read_text())
+    cluster.stop_head()
+
+    def waiting() -> bool:
+        return any("waiting for it" in line for line in _printed(rtui, "through"))
+
+    # The engine lives on: the run is interrupted, the task queued again and held, saying why.
+    wait_until(waiting, "the task says it waits for the cluster", RUN, run)
+    assert run.poll() is None
+    # The second attempt is open but placed nowhere yet.
+    assert _nodes_of_runs(rtui)["through"] == [(old_head, "interrupted"), ("", None)]
+    line = next(ln for ln in _printed(rtui, "through") if "waiting for it" in ln)
+    assert f"cannot reach the Ray cluster at '{cluster.address}'" in line
+    wait_until(lambda: _gone(bg), "the first run's process on the stopped head is gone", 60)
+    # Stored state is intact: the completed task and the first run's output.
+    assert _printed(rtui, "before") == ["stored before"]
+    assert rtui.state_of("before") == "COMPLETED"
+
+    cluster.restart_head()
+    out, errs = run.communicate(timeout=RUN)
+    assert run.returncode == 0, out + errs
+    runs = _nodes_of_runs(rtui)["through"]
+    assert runs == [(old_head, "interrupted"), (cluster.head.node_id, "COMPLETED")]
+    printed = _printed(rtui, "through")
+    assert printed[0] == f"on {old_head}"
+    assert "[tui] the Ray cluster answers again" in printed
+    assert printed[-1] == f"on {cluster.head.node_id}"
+    reasons = [r for _, n, _, to, r in rtui.transitions() if n == "through" and to == "QUEUED"]
     assert "interrupted" in reasons

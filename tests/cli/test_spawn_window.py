@@ -67,3 +67,69 @@ def test_kill_9_just_after_spawns_never_runs_a_task_twice(tui: Tui) -> None:
 def open_runs(tui: Tui, more: str = "") -> int:
     rows = tui.sql(f"SELECT COUNT(*) FROM runs WHERE ended_at IS NULL {more}")
     return rows[0][0] if rows else 0
+
+
+HANDOVER_TASKS = 40
+HANDOVER_CONCURRENCY = 2
+
+
+def test_kill_9_while_runs_hand_their_slots_on_leaves_a_state_recovery_carries_on(
+    tui: Tui,
+) -> None:
+    """Quick tasks through two slots: nearly every start rides in the transaction of the run
+    before it ending. A kill -9 at any instant leaves every task either without an open run,
+    or RUNNING with exactly one, never more open runs than slots, and the next `tui run`
+    finishes every task with nothing left behind."""
+    rng = random.Random()
+    for rnd in range(ROUNDS):
+        marker = tui.marker()
+        side = tui.dir / f"handover-{rnd}.txt"
+        names = [f"h{rnd}t{i}" for i in range(HANDOVER_TASKS)]
+        f = write_tasks(
+            tui.dir / f"handover-{rnd}.yaml",
+            [shell_task(n, f'# {marker}\necho "{n}" >> "{side}"') for n in names],
+        )
+        first = subprocess.Popen(
+            [*tui._argv(("run", str(f), "--concurrency", str(HANDOVER_CONCURRENCY)), True)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            cwd=tui.dir,
+        )
+        tui.popens.append(first)
+        mine = f"h{rnd}t%"
+        wait_until(
+            lambda mine=mine: ended_runs(tui, mine) > 0, "a run to end", timeout=60, proc=first
+        )
+        time.sleep(rng.uniform(0, 0.1))  # the instant of the crash, among the handovers
+        os.kill(first.pid, signal.SIGKILL)
+        first.communicate(timeout=30)
+
+        bad = tui.sql(
+            "SELECT t.name, t.state, COUNT(r.id) FROM tasks t LEFT JOIN runs r"
+            " ON r.task_id = t.id AND r.ended_at IS NULL GROUP BY t.id"
+            " HAVING (t.state = 'RUNNING') != (COUNT(r.id) = 1)"
+        )
+        assert bad == [], f"round {rnd}: tasks and open runs disagree: {bad}"
+        assert open_runs(tui) <= HANDOVER_CONCURRENCY
+
+        res = tui("run", timeout=120)  # recovers and carries every task on
+        assert res.returncode == 0, str(res)
+        states = tui.sql(
+            "SELECT state, COUNT(*) FROM tasks WHERE name LIKE ? GROUP BY state", (f"h{rnd}t%",)
+        )
+        assert states == [("COMPLETED", HANDOVER_TASKS)], f"round {rnd}: {states}"
+        done = set(side.read_text().split())
+        assert done == set(names), f"round {rnd}: missing {set(names) - done}"
+        assert marker_processes(marker) == [], f"round {rnd}: processes left behind"
+        assert open_runs(tui) == 0
+
+
+def ended_runs(tui: Tui, names: str) -> int:
+    rows = tui.sql(
+        "SELECT COUNT(*) FROM runs r JOIN tasks t ON t.id = r.task_id"
+        " WHERE r.ended_at IS NOT NULL AND t.name LIKE ?",
+        (names,),
+    )
+    return rows[0][0] if rows else 0

@@ -114,6 +114,15 @@ def test_alias_clash_first_wins_with_a_warning_naming_both(dirs: Dirs) -> None:
         ("[setings]\n", "did you mean [settings]?"),
         ('[summarizer]\nstrategy = "terse"\n', "summarizer.strategy must be one of aggressive"),
         ('[summarizer]\nmodle = "haiku"\n', "did you mean `model`?"),
+        (
+            '[summarizer]\ncompaction = {trigger = "always"}\n',
+            "summarizer.compaction.trigger: compaction.trigger must be one of on_threshold",
+        ),
+        (
+            "[summarizer]\ncompaction = {threshold = -1}\n",
+            "summarizer.compaction.threshold: compaction.threshold must be >= 1; got -1. "
+            "Fix: use a number of characters >= 1",
+        ),
         ('[settings]\nsummarizer = {strategy = "aggressive"}\n', "a [summarizer] table"),
         ('[tasks.x\nprompt = "p"\n', "invalid TOML"),
     ],

@@ -5,16 +5,13 @@ after are kept with the upstream task. Real SQLite files, real shell subprocesse
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from tui.engine.scheduler import Engine
+from tests.engine.workflow_support import load, run_all, task_record
 from tui.engine.workflow import prepare
-from tui.model.loader import load_task_text
 from tui.model.states import State
 from tui.model.task import Task, default_worktree
 from tui.model.workflow import Strategy
 from tui.store.db import Store
-from tui.store.records import TaskRecord
 
 PIPELINE = """
 summarizer: {strategy: aggressive}
@@ -30,18 +27,6 @@ tasks:
     context: {transfer: summary}
     agent: {type: shell, instructions: 'cat "$TUI_CONTEXT_FILE"'}
 """
-
-
-def load(text: str) -> list[Task]:
-    return load_task_text(text, "wf.yaml").tasks
-
-
-async def run_all(store: Store, text: str) -> dict[str, TaskRecord]:
-    tasks = load(text)
-    async with Engine(store) as e:
-        await e.submit(tasks)
-        await e.wait_settled([t.id for t in tasks])
-    return {r.name: r for r in await store.list_tasks()}
 
 
 async def test_a_dependent_gets_one_line_per_upstream_and_the_sizes_are_kept(
@@ -74,30 +59,6 @@ async def test_a_dependent_gets_one_line_per_upstream_and_the_sizes_are_kept(
     assert recs["report"].to_json()["summary"] is None
 
 
-def _record(task: Task, state: State, result: Any = None) -> TaskRecord:
-    return TaskRecord(
-        id=task.id,
-        name=task.name,
-        spec=task,
-        state=state,
-        reason="exit code 4" if state == State.FAILED else "",
-        approved=True,
-        attempts=1,
-        attempt_base=0,
-        retry_at=None,
-        cost_usd=0,
-        tokens_in=0,
-        tokens_out=0,
-        rejection_comment="",
-        question_json=None,
-        result=None if result is None else json.dumps(result),
-        created_at=0,
-        updated_at=0,
-        submit_seq=1,
-        depends_on=list(task.depends_on),
-    )
-
-
 def test_a_prompt_carries_the_summary_instead_of_the_result() -> None:
     scan, fix = load(
         """
@@ -110,8 +71,8 @@ tasks:
 """
     )
     assert fix.summarizer is None  # no file or config default: aggressive, built in
-    records = {scan.id: _record(scan, State.COMPLETED, "a very long report " * 100)}
-    prepared = prepare(_record(fix, State.PENDING), records.get)
+    records = {scan.id: task_record(scan, State.COMPLETED, "a very long report " * 100)}
+    prepared = prepare(task_record(fix, State.PENDING), records.get)
     assert prepared.rec.task.agent.instructions == (
         '<upstream_results>\n<task name="scan" state="COMPLETED">\n'
         "<summary>scan completed: success</summary>\n</task>\n</upstream_results>\n\nFix it."

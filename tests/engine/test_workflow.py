@@ -6,30 +6,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.engine.workflow_support import load, run_all, task_record
 from tui.engine.scheduler import Engine
 from tui.engine.workflow import WorkflowError, context_block, prepare
-from tui.model.loader import load_task_text
 from tui.model.states import State
-from tui.model.task import Task
 from tui.model.workflow import RESULT_CHARS
 from tui.store.db import Store
 from tui.store.records import TaskRecord
-
-
-def load(text: str) -> list[Task]:
-    return load_task_text(text, "wf.yaml").tasks
-
-
-async def run_all(store: Store, text: str, **engine: Any) -> dict[str, TaskRecord]:
-    tasks = load(text)
-    async with Engine(store, **engine) as e:
-        await e.submit(tasks)
-        await e.wait_settled([t.id for t in tasks])
-    return {r.name: r for r in await store.list_tasks()}
 
 
 async def stdout_of(store: Store, rec: TaskRecord) -> list[str]:
@@ -151,30 +137,6 @@ tasks:{SCAN}
     assert not Path(path).exists()  # removed once the run is over
 
 
-def _record(task: Task, state: State = State.PENDING, result: Any = None) -> TaskRecord:
-    return TaskRecord(
-        id=task.id,
-        name=task.name,
-        spec=task,
-        state=state,
-        reason="exit code 4" if state == State.FAILED else "",
-        approved=True,
-        attempts=1,
-        attempt_base=0,
-        retry_at=None,
-        cost_usd=0,
-        tokens_in=0,
-        tokens_out=0,
-        rejection_comment="",
-        question_json=None,
-        result=None if result is None else json.dumps(result),
-        created_at=0,
-        updated_at=0,
-        submit_seq=1,
-        depends_on=list(task.depends_on),
-    )
-
-
 def test_a_prompt_gets_the_values_and_the_context_block() -> None:
     tasks = load(
         """
@@ -193,10 +155,10 @@ tasks:
     )
     scan, lint, fix, brief = tasks
     records = {
-        scan.id: _record(scan, State.COMPLETED, {"files": ["x.py"]}),
-        lint.id: _record(lint, State.FAILED, "E1 bad"),
+        scan.id: task_record(scan, State.COMPLETED, {"files": ["x.py"]}),
+        lint.id: task_record(lint, State.FAILED, "E1 bad"),
     }
-    prepared = prepare(_record(fix), records.get)
+    prepared = prepare(task_record(fix), records.get)
     text = prepared.rec.task.agent.instructions
     assert text == (
         "<upstream_results>\n"
@@ -209,7 +171,7 @@ tasks:
     )
     assert fix.agent.instructions.startswith("Fix {{")  # the stored task is unchanged
     prepared.cleanup()
-    minimal = prepare(_record(brief), records.get)
+    minimal = prepare(task_record(brief), records.get)
     assert minimal.rec.task.agent.instructions.startswith(
         '<upstream_results>\n<task name="scan" state="COMPLETED"/>\n'
         '<task name="lint" state="FAILED"/>\n</upstream_results>\n\nGo.'
@@ -349,8 +311,8 @@ tasks:
     agent: {type: shell, instructions: 'echo "{{needs.big.result.blob}}"'}
 """
     )
-    records = {big.id: _record(big, State.COMPLETED, {"blob": "x" * 200_000})}
+    records = {big.id: task_record(big, State.COMPLETED, {"blob": "x" * 200_000})}
     with pytest.raises(WorkflowError) as e:
-        prepare(_record(use), records.get)
+        prepare(task_record(use), records.get)
     assert "{{needs.big.result.blob}} is 195 KiB, too big" in str(e.value)
     assert "$TUI_CONTEXT_FILE" in str(e.value)

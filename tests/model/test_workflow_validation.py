@@ -83,6 +83,26 @@ tasks:
         ("summarizer: {stratgy: aggressive}", "unknown key 'stratgy'"),
         ("context: {transfer: all}", "context.transfer must be one of full, summary, minimal"),
         ("context: {preserve: [everything]}", "context.preserve must be one of outputs"),
+        (
+            "summarizer: {compaction: {threshold: 0}}",
+            "tasks[1].summarizer.compaction.threshold: summarizer.compaction.threshold must be "
+            ">= 1; got 0. Fix: use a number of characters >= 1",
+        ),
+        (
+            "summarizer: {compaction: {trigger: sometimes}}",
+            "compaction.trigger must be one of on_threshold, on_completion, every; got "
+            "'sometimes'. Fix: use on_threshold (the default), on_completion, or every with "
+            "every: N",
+        ),
+        (
+            "summarizer: {compaction: {trigger: every}}",
+            "tasks[1].summarizer.compaction: compaction.trigger every needs every: N (N >= 1)",
+        ),
+        (
+            "summarizer: {compaction: {every: 3}}",
+            "compaction.every applies only with trigger: every",
+        ),
+        ("summarizer: {compaction: {treshold: 5}}", "did you mean `threshold`?"),
         ("context: {frm: all}", "did you mean `from`?"),
         ("on_error: ignore", "on_error must be one of retry, skip, fail"),
         ("on_max_retries: retry", "on_max_retries must be one of skip, fail"),

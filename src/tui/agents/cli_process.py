@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from tui.agents.result_tail import ResultTail
 from tui.engine.adapter import AdapterError, RunContext, RunResult
 from tui.model.states import State
 from tui.model.task import AgentConfig
@@ -46,6 +47,7 @@ async def run_cli(
     on_start: OnStart | None = None,
     executable: str | None = None,
     fallback: Fallback | None = None,
+    stdout_bytes: Callable[[bytes], None] | None = None,
 ) -> int:
     """Run ``argv`` to the end and return its exit code (negative: killed by that signal).
 
@@ -54,6 +56,7 @@ async def run_cli(
     process is reported, before its output is read, to write to it (and close it) as it likes.
     ``executable`` is the file to run if not ``argv[0]``. When it cannot be started at all (its
     exec failed, so nothing of it ran), ``fallback`` (argv, env) is started instead.
+    ``stdout_bytes`` sees stdout as read, before it is split into lines.
     """
     keep_open = on_start is not None
     pipe = asyncio.subprocess.PIPE if stdin is not None or keep_open else asyncio.subprocess.DEVNULL
@@ -69,7 +72,7 @@ async def run_cli(
         await ctx.process_started(proc)
         if on_start is not None:
             await on_start(proc)
-        jobs = [_read(proc.stdout, on_stdout), _read(proc.stderr, on_stderr)]
+        jobs = [_read(proc.stdout, on_stdout, stdout_bytes), _read(proc.stderr, on_stderr)]
         if stdin is not None and proc.stdin is not None:
             jobs.append(_feed(proc.stdin, stdin, close=not keep_open))
         readers = asyncio.gather(*jobs)
@@ -89,9 +92,6 @@ async def run_cli(
     return code
 
 
-RESULT_LINES = 20  # a plain command's last stdout lines are its result (shown in a review)
-
-
 async def run_plain(
     ctx: RunContext,
     argv: Sequence[str],
@@ -102,13 +102,12 @@ async def run_plain(
     fallback: Fallback | None = None,
 ) -> tuple[int, str]:
     """Run a command whose output is plain text (a script, a Taskfile task): record stdout and
-    stderr as they are, return the exit code and the last stdout lines as the result.
-    ``executable`` and ``fallback`` as for :func:`run_cli`."""
-    tail: deque[str] = deque(maxlen=RESULT_LINES)
+    stderr as they are, return the exit code and the last stdout lines as the result
+    (tui.agents.result_tail). ``executable`` and ``fallback`` as for :func:`run_cli`."""
+    tail = ResultTail()
 
     async def stdout(lines: list[str]) -> None:
         await ctx.output(STDOUT, lines)
-        tail.extend(lines[-RESULT_LINES:])
 
     async def stderr(lines: list[str]) -> None:
         await ctx.output(STDERR, lines)
@@ -122,16 +121,21 @@ async def run_plain(
         on_stderr=stderr,
         executable=executable,
         fallback=fallback,
+        stdout_bytes=tail.feed,
     )
-    return code, "\n".join(tail)
+    return code, tail.result()
 
 
-async def _read(stream: PipeReader, on_lines: OnLines) -> None:
+async def _read(
+    stream: PipeReader, on_lines: OnLines, on_bytes: Callable[[bytes], None] | None = None
+) -> None:
     chunk = await stream.read(READ_CHUNK)
     if not chunk:  # most commands print nothing on one of their streams: no decoder for it
         return
     splitter = LineSplitter()
     while True:
+        if on_bytes is not None and chunk:
+            on_bytes(chunk)
         lines = splitter.feed(chunk) if chunk else splitter.flush()
         if lines:
             await on_lines(lines)

@@ -67,10 +67,13 @@ class GeminiAdapter:
 
     async def run(self, ctx: RunContext) -> RunResult:
         env = {**ctx.env, **self.extra_env}
-        if not wanted(ctx.env, ctx.task.agent):
+        agent = ctx.task.agent
+        mcp = wanted(ctx.env, agent)
+        if not mcp and not agent.max_turns:
             return await self._run(ctx, env)
-        with gemini_home(env, ctx.task.agent) as mcp_env:
-            return await self._run(ctx, {**env, **mcp_env})
+        # Both reach gemini only through a settings file: the run gets a copy of its own.
+        with gemini_home(env, agent, mcp=mcp) as home_env:
+            return await self._run(ctx, {**env, **home_env})
 
     async def _run(self, ctx: RunContext, env: dict[str, str]) -> RunResult:
         agent = ctx.task.agent

@@ -98,28 +98,39 @@ GEMINI_KEPT_DIRS = ("tmp", "history")
 
 
 @contextlib.contextmanager
-def gemini_home(run_env: Mapping[str, str], agent: AgentConfig) -> Iterator[dict[str, str]]:
-    """Env for a gemini run that adds tui's server, without writing into the user's files.
+def gemini_home(
+    run_env: Mapping[str, str], agent: AgentConfig, mcp: bool = True
+) -> Iterator[dict[str, str]]:
+    """Env for a gemini run with settings of its own, without writing into the user's files:
+    tui's server (``mcp``) and ``agent.max_turns`` (gemini's ``model.maxSessionTurns``).
 
-    gemini reads MCP servers only from settings files, and skips system-wide ones not owned by
-    root. So the run gets its own GEMINI_CLI_HOME whose .gemini/ links every entry of the
-    real one (credentials, sessions...) except settings.json, a copy with tui's server added.
-    ``trust`` lets its tools run without a confirmation headless gemini could not ask for.
+    gemini reads MCP servers and the turn limit only from settings files, and skips
+    system-wide ones not owned by root. So the run gets its own GEMINI_CLI_HOME whose .gemini/
+    links every entry of the real one (credentials, sessions...) except settings.json, a copy
+    with these added. ``trust`` lets its tools run without a confirmation headless gemini
+    could not ask for.
     """
     real_home = run_env.get(GEMINI_HOME_ENV) or run_env.get("HOME") or os.path.expanduser("~")
     real = os.path.join(real_home, GEMINI_DIR)
     for name in GEMINI_KEPT_DIRS:
         os.makedirs(os.path.join(real, name), mode=0o700, exist_ok=True)
     settings = _read_json(os.path.join(real, "settings.json"))
-    servers = settings.get("mcpServers")
-    servers = dict(servers) if isinstance(servers, dict) else {}
-    spec = server_spec(run_env, agent)
-    del spec["type"]  # gemini tells stdio servers by their `command`
-    # Headless gemini drops every tool called ask_user (its own interactive tool's name), MCP
-    # ones included: there it is mcp_tui_ask_person.
-    spec["env"] = {**server_env(run_env, agent), ASK_TOOL_ENV: GEMINI_ASK_TOOL}
-    servers[SERVER_NAME] = {**spec, "trust": True, "timeout": TOOL_TIMEOUT * 1000}
-    settings["mcpServers"] = servers
+    if mcp:
+        servers = settings.get("mcpServers")
+        servers = dict(servers) if isinstance(servers, dict) else {}
+        spec = server_spec(run_env, agent)
+        del spec["type"]  # gemini tells stdio servers by their `command`
+        # Headless gemini drops every tool called ask_user (its own interactive tool's name),
+        # MCP ones included: there it is mcp_tui_ask_person.
+        spec["env"] = {**server_env(run_env, agent), ASK_TOOL_ENV: GEMINI_ASK_TOOL}
+        servers[SERVER_NAME] = {**spec, "trust": True, "timeout": TOOL_TIMEOUT * 1000}
+        settings["mcpServers"] = servers
+    if agent.max_turns:
+        model = settings.get("model")
+        settings["model"] = {
+            **(model if isinstance(model, dict) else {}),
+            "maxSessionTurns": agent.max_turns,
+        }
     with tempfile.TemporaryDirectory(prefix="tui-gemini-") as home:
         view = os.path.join(home, GEMINI_DIR)
         os.mkdir(view, mode=0o700)

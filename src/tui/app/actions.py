@@ -61,6 +61,28 @@ COMMANDS: tuple[Command, ...] = (
         "In the task list: filter it (as : does); in the output: search it (n / N move)",
         "Find",
     ),
+    Command(
+        "toggle_subtasks",
+        "space",
+        "Fold/unfold subtasks",
+        "Fold the selected task's subtasks into its row (▸), or show them again (▾); the DAG"
+        " follows",
+        "Fold",
+    ),
+    Command(
+        "expand_subtasks",
+        "right",
+        "Unfold subtasks",
+        "In the task list: show the selected task's subtasks (shown already: go to the first)",
+    ),
+    Command(
+        "collapse_subtasks",
+        "left",
+        "Fold subtasks",
+        "In the task list: fold the selected task's subtasks (on a subtask: go to its parent)",
+    ),
+    Command("fold_all", "minus", "Fold every parent", "Fold the subtasks of every task"),
+    Command("unfold_all", "plus", "Unfold every parent", "Show every task's subtasks"),
     Command("toggle_follow", "f", "Toggle follow", "Keep the output at its newest line"),
     Command("toggle_wrap", "w", "Toggle wrap", "Wrap long output lines"),
     Command("zoom", "z", "Full-screen output", "Show only the output (again to go back)"),

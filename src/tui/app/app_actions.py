@@ -46,6 +46,9 @@ from tui.model.states import State
 from tui.model.task import Task, default_worktree
 from tui.store.records import TaskRecord
 
+FOLD_ACTIONS = frozenset(
+    {"toggle_subtasks", "expand_subtasks", "collapse_subtasks", "fold_all", "unfold_all"}
+)
 # States whose task has a process (or one waiting on a person) that `c` would kill.
 LIVE_STATES = frozenset({State.RUNNING, State.READY, State.BLOCKED})
 
@@ -234,6 +237,39 @@ class AppActions(App[None]):
         tasks.sort_key = keys[(keys.index(tasks.sort_key) + 1) % len(keys)]
         tasks.rebuild()
         self.notify(f"sorted by {tasks.sort_key}", timeout=2)
+
+    # Folding subtasks: one fold state, kept by the list, which the DAG draws too.
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in FOLD_ACTIONS:  # in the footer only once some task has subtasks
+            return bool(getattr(self, "_list", None) and self._list.task_tree.kids)
+        return True
+
+    def action_toggle_subtasks(self) -> None:
+        in_dag = self.focused is self._dag
+        task_id = self._dag.selected if in_dag else self._list.selected_id
+        if task_id is not None and self._list.fold(
+            task_id, task_id not in self._list.task_tree.collapsed
+        ):
+            self._graph_dirty = True
+
+    def action_expand_subtasks(self) -> None:
+        if self.focused is self._list:  # elsewhere the arrows move or scroll
+            self._list.expand_or_child()
+            self._graph_dirty = True
+
+    def action_collapse_subtasks(self) -> None:
+        if self.focused is self._list:
+            self._list.collapse_or_parent()
+            self._graph_dirty = True
+
+    def action_fold_all(self) -> None:
+        self._list.fold_all(True)
+        self._graph_dirty = True
+
+    def action_unfold_all(self) -> None:
+        self._list.fold_all(False)
+        self._graph_dirty = True
 
     def action_toggle_follow(self) -> None:
         log = self._output

@@ -32,7 +32,17 @@ KEY_WIDTH = 12
 
 
 def pretty_key(key: str) -> str:
-    names = {"question_mark": "?", "colon": ":", "slash": "/", "escape": "Esc"}
+    names = {
+        "question_mark": "?",
+        "colon": ":",
+        "slash": "/",
+        "escape": "Esc",
+        "space": "Space",
+        "left": "←",
+        "right": "→",
+        "minus": "-",
+        "plus": "+",
+    }
     return ", ".join(names.get(k.strip(), k.strip()) for k in key.split(","))
 
 

@@ -27,7 +27,8 @@ from tui.app.state_style import FAILED_GROUP, style_for
 from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
 from tui.app.widgets.changes_view import ChangesView
-from tui.app.widgets.dag_view import DagNode, DagView
+from tui.app.widgets.dag_groups import grouped_nodes
+from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.log_view import PAUSED_LABEL, LogView
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
 from tui.app.widgets.task_list import TaskList
@@ -178,6 +179,7 @@ class TuiApp(AppActions):
             self.engine = await self._engine_factory()
         since = self.engine.cursor
         self._list.set_records(await self.engine.list_tasks())
+        self.refresh_bindings()  # the fold keys show once some task has subtasks
         await self._refresh_questions()
         self._update_status()
         self._consume_events(since)
@@ -289,7 +291,10 @@ class TuiApp(AppActions):
             except EngineError:  # the daemon is away; the stream says so, try next tick
                 self._dirty |= ids
                 return
+            had_subtasks = bool(self._list.task_tree.kids)
             self._list.upsert(records)
+            if had_subtasks != bool(self._list.task_tree.kids):
+                self.refresh_bindings()  # the fold keys join the footer
             if self._selected is None and records:
                 await self._show_selected()
             elif self._selected in ids:
@@ -310,9 +315,8 @@ class TuiApp(AppActions):
     def _apply_graph(self) -> None:
         # Laying out the graph costs ~0.1 ms per task: done only while the DAG tab is shown.
         self._graph_dirty = False
-        records = self._list.records.values()
-        nodes = [DagNode(r.id, r.name, r.state, tuple(r.depends_on)) for r in records]
-        self._dag.set_graph(nodes)
+        # Subtasks grouped under their parent, folded as the task list folds them.
+        self._dag.set_graph(grouped_nodes(self._list.records, self._list.task_tree))
         self._dag.select(self._selected)
 
     @on(TabbedContent.TabActivated, "#tabs")

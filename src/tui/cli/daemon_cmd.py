@@ -92,7 +92,7 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
         )
         return 0
     if args.daemon_command == "stop":
-        owner = await lifecycle.attach(db)
+        owner = await lifecycle.attach(db, any_version=True)
         if owner is not None:
             try:
                 busy = [] if owner.foreground else await _running_names(owner)
@@ -112,7 +112,7 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
         else:
             print(f"tui daemon (pid {pid}) stopped")
         return 0
-    remote = await lifecycle.attach(db)
+    remote = await lifecycle.attach(db, any_version=True)
     if remote is None:
         if args.json:
             print(json.dumps({"running": False, "db": str(db)}))
@@ -120,7 +120,7 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
             print(f"no tui daemon running for {db}")
         return 3  # like `systemctl status`: not running
     try:
-        status = (await remote.status()).model_dump()
+        status = {**(await remote.status()).model_dump(), "version": remote.version}
     finally:
         await remote.aclose()
     if args.json:
@@ -163,6 +163,7 @@ def _human(s: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"{who}: running (pid {s['pid']}), up {_duration(s['uptime'])} since {started}",
+            f"  version:  tui {s['version'] or '(older than version reporting)'}",
             f"  database: {s['db']}",
             f"  socket:   {s['socket']}",
             f"  log:      {s['log']}",

@@ -51,9 +51,11 @@ def _ls_line(r: TaskRecord, names: dict[str, str], depth: int = 0) -> str:
     timeout = f" ≤{format_duration(r.task.timeout)}" if r.task.timeout else ""
     # A subtask is shown under its parent, indented, by its own part of the name.
     name = "  " * depth + short_name(r.name, names.get(r.task.parent_task_id, ""))
+    # A task waiting on its classifier shows that phase, and no agent yet.
+    state, agent = (r.phase, "?") if r.phase else (r.state.value, r.task.agent.type)
     return (
-        f"{r.id[:8]:<8}  {name[:24]:<24} {r.state.value:<15} {tries:>5} "
-        f"{r.cost_usd:>8.4f}  {r.task.agent.type:<8} {note}{timeout}"
+        f"{r.id[:8]:<8}  {name[:24]:<24} {state:<15} {tries:>5} "
+        f"{r.cost_usd:>8.4f}  {agent:<8} {note}{timeout}"
     )
 
 

@@ -33,10 +33,12 @@ def make_executor(settings: ExecutorSettings) -> Executor | None:
     """The executor for ``settings``; None for the engine's own local one."""
     if settings.kind != "ray":
         return None
-    from tui.engine.ray_executor import RayExecutor, RayUnavailable, import_ray
+    import importlib.util
 
-    try:
-        import_ray()  # refused now, with how to install it, rather than at the first task
-    except RayUnavailable as e:
-        raise ExecutorUnavailable(f'[executor] kind = "ray": {e}') from None
+    from tui.engine.ray_executor import RAY_MISSING, RayExecutor
+
+    # Refused now, with how to install it, rather than at the first task. Only looked for:
+    # `ray` itself is imported by the Ray driver process, never by the engine's.
+    if importlib.util.find_spec("ray") is None:
+        raise ExecutorUnavailable(f'[executor] kind = "ray": {RAY_MISSING}')
     return RayExecutor(settings.address, forward_env=settings.forward_env)

@@ -37,6 +37,7 @@ from tui.config.start_keys import not_used, used
 from tui.config.toml_source import TomlProblem, read_toml
 from tui.config.xml_templates import read_xml_templates, template_files
 from tui.model.agent_kinds import BUILTIN_AGENTS
+from tui.model.classify import Classifier
 from tui.model.error_text import human_error
 from tui.model.issues import Issue, TaskFileError
 from tui.model.suggest import did_you_mean
@@ -185,15 +186,24 @@ def _relative(err: ErrorDetails) -> ErrorDetails:
     return err if err["loc"] else {**err, "loc": ()}
 
 
-def _summarizer(origin: Origin, raw: Any, issues: list[Issue]) -> dict[str, Any]:
-    """The keys a [summarizer] table sets (a local file's win key by key), or {} if wrong."""
+# Tables of their own (not [settings] keys) holding one model each, merged key by key.
+AGENT_TABLES: dict[str, type[Summarizer] | type[Classifier]] = {
+    "summarizer": Summarizer,  # `context: {transfer: summary}` and compaction
+    "classifier": Classifier,  # picks the agent of a task that leaves agent.type out
+}
+
+
+def _agent_table(origin: Origin, name: str, raw: Any, issues: list[Issue]) -> dict[str, Any]:
+    """The keys a [summarizer] or [classifier] table sets (a local file's win key by key),
+    or {} if wrong."""
     if not isinstance(raw, dict):
-        issues.append(origin.issue("summarizer", "", "", "must be a table", "write [summarizer]"))
+        issues.append(origin.issue(name, "", "", "must be a table", f"write [{name}]"))
         return {}
+    model = AGENT_TABLES[name]
     try:
-        given = Summarizer.model_validate(raw)
+        given = model.model_validate(raw)
     except ValidationError as exc:
-        issues += _model_issues(exc, origin, "summarizer", "", Summarizer)
+        issues += _model_issues(exc, origin, name, "", model)
         return {}
     return {k: getattr(given, k) for k in given.model_fields_set}
 
@@ -202,10 +212,11 @@ def _settings(origin: Origin, raw: Any, issues: list[Issue]) -> Settings | None:
     if not isinstance(raw, dict):
         issues.append(origin.issue("settings", "", "", "must be a table", "write [settings]"))
         return None
-    if "summarizer" in raw:
-        fix = "move it to a [summarizer] table of its own"
-        issues.append(origin.issue("settings", "", "summarizer", "not a [settings] key", fix))
-        return None
+    for table in AGENT_TABLES:
+        if table in raw:
+            fix = f"move it to a [{table}] table of its own"
+            issues.append(origin.issue("settings", "", table, "not a [settings] key", fix))
+            return None
     raw = used("settings", raw)
     try:
         settings = Settings.model_validate(raw)
@@ -243,10 +254,11 @@ def load_settings(project_dir: Path | None = None) -> tuple[Settings, list[Issue
     issues: list[Issue] = []
     merged: dict[str, Any] = {}
     keys: dict[str, Any] = {}
-    summarizer: dict[str, Any] = {}
+    tables: dict[str, dict[str, Any]] = {name: {} for name in AGENT_TABLES}
     for origin, data in _read(project_dir or Path.cwd(), issues):
-        if "summarizer" in data:
-            summarizer.update(_summarizer(origin, data["summarizer"], issues))
+        for name, given in tables.items():
+            if name in data:
+                given.update(_agent_table(origin, name, data[name], issues))
         if "settings" not in data:
             continue
         s = _settings(origin, data["settings"], issues)
@@ -254,7 +266,8 @@ def load_settings(project_dir: Path | None = None) -> tuple[Settings, list[Issue
             merged.update({k: getattr(s, k) for k in s.model_fields_set})
             keys.update(s.keys)
     merged["keys"] = keys
-    merged["summarizer"] = Summarizer.model_validate(summarizer) if summarizer else None
+    for name, given in tables.items():
+        merged[name] = AGENT_TABLES[name].model_validate(given) if given else None
     return Settings.model_construct(**{**Settings().model_dump(), **merged}), issues
 
 

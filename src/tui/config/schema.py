@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tui.model.agent_kinds import CONFIG_TYPES, KINDS
 from tui.model.choices import one_of
-from tui.model.classify import ClassifyRule
+from tui.model.classify import Classifier, ClassifyRule
 from tui.model.duration import parse_duration
 from tui.model.secrets import refuse_secrets
 from tui.model.task import AgentConfig
@@ -35,7 +35,16 @@ CLI_KINDS = tuple(k.name for k in KINDS.values() if k.cli)  # driven through the
 NOTIFY_MODES = ("auto", "off", "osc9", "osc777")
 DEFAULT_CONCURRENCY = 4
 DEFAULT_SHELL = "bash"
-SECTIONS = ("settings", "executor", "summarizer", "agents", "roles", "contexts", "tasks")
+SECTIONS = (
+    "settings",
+    "executor",
+    "summarizer",
+    "classifier",
+    "agents",
+    "roles",
+    "contexts",
+    "tasks",
+)
 EXECUTOR_KINDS = ("local", "ray")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ADDRESS = re.compile(r"^(auto|(ray://)?(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
@@ -82,6 +91,8 @@ class Settings(_Model):
     hooks: Hooks | None = None
     # From the [summarizer] table (not a [settings] key): `transfer: summary`'s summariser.
     summarizer: Summarizer | None = None
+    # From the [classifier] table: the agent that classifies what no `classify` rule does.
+    classifier: Classifier | None = None
 
     def workflow_defaults(self) -> FileDefaults:
         return FileDefaults(
@@ -89,6 +100,7 @@ class Settings(_Model):
             on_max_retries=self.on_max_retries,
             hooks=self.hooks,
             summarizer=self.summarizer,
+            classifier=self.classifier,
         )
 
     @field_validator("command_timeout", mode="before")

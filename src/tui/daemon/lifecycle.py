@@ -15,8 +15,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from tui.daemon import protocol as wire
 from tui.daemon.paths import DaemonPaths, daemon_paths
-from tui.daemon.remote import DaemonHung, DaemonUnavailable, RemoteEngine
+from tui.daemon.remote import DaemonHung, DaemonUnavailable, OtherVersion, RemoteEngine
 from tui.daemon.server import DaemonServer
 from tui.engine.client import Client, LocalClient
 from tui.engine.scheduler import Engine, EngineError, live_engine_pid
@@ -32,11 +33,34 @@ def foreground_requested() -> bool:
     return os.environ.get("TUI_FOREGROUND", "") not in ("", "0")
 
 
-async def attach(db: Path) -> RemoteEngine | None:
+async def attach(db: Path, *, any_version: bool = False) -> RemoteEngine | None:
     """The engine that owns ``db`` over its socket (the daemon, or a foreground `tui run` or
     app), or None. Found at this user's socket path for ``db``, else at the socket the live
     engine recorded in the database (it may have started with another XDG_RUNTIME_DIR).
-    DaemonHung when one holds the socket but does not answer."""
+    DaemonHung when one holds the socket but does not answer.
+
+    A daemon of another tui (the user upgraded) is restarted when it runs no task and no viewer
+    follows it — nothing is lost: every state is stored — and named with how to restart it
+    otherwise (OtherVersion);
+    ``any_version`` attaches to it as it is (`tui daemon status|stop`)."""
+    try:
+        return await _attach(db, any_version)
+    except OtherVersion as e:
+        if e.hello.get("foreground") or e.busy or e.hello.get("viewers"):
+            raise
+        old = int(e.hello.get("pid") or 0)
+        await stop(db)
+        remote = await ensure(db)
+        ours = wire.software_version()
+        theirs = e.hello.get("version") or "an older tui"
+        sys.stderr.write(
+            f"tui: restarted the tui daemon (pid {old} ran tui {theirs}, it ran no task; "
+            f"pid {remote.pid} runs tui {ours})\n"
+        )
+        return remote
+
+
+async def _attach(db: Path, any_version: bool) -> RemoteEngine | None:
     paths = daemon_paths(db)
     candidates = [paths]
     for pid, start, sock in await asyncio.to_thread(engine_sockets, paths.db):
@@ -49,7 +73,7 @@ async def attach(db: Path) -> RemoteEngine | None:
 
     for where in candidates:
         try:
-            return await RemoteEngine.connect(where, respawn=respawn)
+            return await RemoteEngine.connect(where, respawn=respawn, any_version=any_version)
         except DaemonHung:
             raise
         except DaemonUnavailable:
@@ -149,7 +173,7 @@ async def ensure(
 
 async def stop(db: Path) -> int | None:
     """Ask the daemon of ``db`` to stop and wait until it has; its pid, or None if none ran."""
-    remote = await attach(db)
+    remote = await attach(db, any_version=True)
     if remote is None:
         return None
     pid = remote.pid

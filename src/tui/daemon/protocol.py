@@ -1,23 +1,28 @@
 """The daemon's wire protocol: one JSON object per line over a Unix socket.
 
-The server speaks first with ``hello`` (protocol version, pid, cursor). A client then sends
-requests ``{"id", "msg"}`` — ``msg`` is a message of ``tui.engine.api`` as JSON — and gets
-``reply`` objects with the same id, whose ``result`` is the message's reply model. A connection
-that sends ``subscribe`` becomes a one-way event stream: ``ev`` (a journal event, numbered by its
-journal id), ``out`` / ``outc`` (output lines, or stored chunks of lines, numbered by their
-output ids), ``lag`` (the viewer fell behind and is being caught up from the database) and
-``bye`` (the daemon is stopping).
-Sequence numbers are the store's own ids, so a viewer resumes from its ``Cursor`` with no gap
-and no duplicate, across reconnects and daemon restarts.
+The server speaks first with ``hello`` (protocol, ``version`` of its tui, pid, cursor). A client
+then sends requests ``{"id", "msg"}`` — ``msg`` is a message of ``tui.engine.api`` as JSON — and
+gets ``reply`` objects with the same id, whose ``result`` is the message's reply model. A
+connection that sends ``subscribe`` becomes a one-way event stream: ``ev`` (a journal event,
+numbered by its journal id), ``out`` / ``outc`` (output lines, or stored chunks of lines,
+numbered by their output ids), ``lag`` (the viewer fell behind and is being caught up from the
+database) and ``bye`` (the daemon is stopping). Sequence numbers are the store's own ids, so a
+viewer resumes from its ``Cursor`` with no gap and no duplicate, across reconnects and daemon
+restarts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import tui
 from tui.engine import api
 from tui.engine.events import Cursor, OutputBatch
 from tui.store.chunks import ChunkRow
@@ -30,6 +35,28 @@ PROTOCOL = 2  # 2: typed messages (tui.engine.api)
 REQUEST_LINE_LIMIT = 256 * 1024 * 1024
 STREAM_LINE_LIMIT = 1024 * 1024
 OUT_BYTES = 256 * 1024  # output text per ``out`` message (a line is at most 16k chars)
+
+
+# The files whose models travel on the socket: a daemon whose copies differ from a viewer's may
+# refuse what it sends ("Extra inputs are not permitted" for a new task field).
+WIRE_SOURCES = ("model/*.py", "engine/api.py", "store/records.py", "daemon/protocol.py")
+VERSION_ENV = "TUI_VERSION_OVERRIDE"  # tests: a daemon that reports another version
+
+
+@functools.cache
+def _wire_fingerprint() -> str:
+    root = Path(tui.__file__).parent
+    digest = hashlib.sha256()
+    for pattern in WIRE_SOURCES:
+        for f in sorted(root.glob(pattern)):
+            digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()[:10]
+
+
+def software_version() -> str:
+    """This tui as the daemon's ``hello`` names it: the release and a fingerprint of the wire's
+    models, so two builds of one release that disagree on a field are told apart too."""
+    return os.environ.get(VERSION_ENV) or f"{tui.__version__}+{_wire_fingerprint()}"
 
 
 def encode(msg: dict[str, Any]) -> bytes:

@@ -45,6 +45,33 @@ class DaemonHung(DaemonUnavailable):
     """A daemon holds the socket but does not answer (e.g. stopped with SIGSTOP)."""
 
 
+class OtherVersion(EngineError):
+    """Whoever serves the socket runs another tui than this one: its models may refuse what
+    this one sends, so nothing but ``status`` and ``shutdown`` goes to it."""
+
+    def __init__(self, paths: DaemonPaths, hello: dict[str, Any]) -> None:
+        self.hello = hello
+        pid, theirs = hello.get("pid"), hello.get("version") or "an older tui"
+        ours = wire.software_version()
+        if hello.get("foreground"):
+            what = (
+                f"a `tui run` or app (pid {pid}) of tui {theirs} owns {paths.db}, this is "
+                f"tui {ours}: let it end (or stop it where it runs), then try again"
+            )
+        else:
+            what = (
+                f"the tui daemon (pid {pid}) for {paths.db} runs tui {theirs}, this is "
+                f"tui {ours}: run `tui daemon stop` (its running tasks are interrupted and run "
+                "again when the next daemon starts), then try again"
+            )
+        super().__init__(what)
+
+    @property
+    def busy(self) -> list[str]:
+        """The names of the tasks it runs now."""
+        return [r.get("name", "") for r in self.hello.get("running_tasks", [])]
+
+
 def daemon_pid(paths: DaemonPaths) -> int | None:
     """The pid written in the daemon's lock file (whoever holds it), if any."""
     try:
@@ -66,7 +93,7 @@ def _hung(paths: DaemonPaths, what: str, pid: int | None = None) -> DaemonHung:
 
 
 async def _open(
-    paths: DaemonPaths, limit: int = wire.REQUEST_LINE_LIMIT
+    paths: DaemonPaths, limit: int = wire.REQUEST_LINE_LIMIT, *, any_version: bool = False
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, dict]:
     # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that
     # lands as the awaited call completes (a viewer told to stop then follows forever).
@@ -99,6 +126,9 @@ async def _open(
             f"{hello.get('protocol')}, this tui speaks {wire.PROTOCOL}: "
             "restart it with `tui daemon stop` (runs are recovered)"
         )
+    if not any_version and hello.get("version") != wire.software_version():
+        writer.close()
+        raise OtherVersion(paths, hello)
     return reader, writer, hello
 
 
@@ -108,8 +138,15 @@ class RemoteEngine(Client):
 
     detached = True  # runs outlive this viewer
 
-    def __init__(self, paths: DaemonPaths, respawn: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        paths: DaemonPaths,
+        respawn: Callable[[], None] | None = None,
+        *,
+        any_version: bool = False,
+    ) -> None:
         self.paths = paths
+        self.any_version = any_version  # for `tui daemon status|stop`: another tui's daemon
         self.hello: dict[str, Any] = {}
         self._respawn = respawn
         self._reader: asyncio.StreamReader | None = None
@@ -122,15 +159,24 @@ class RemoteEngine(Client):
 
     @classmethod
     async def connect(
-        cls, paths: DaemonPaths, respawn: Callable[[], None] | None = None
+        cls,
+        paths: DaemonPaths,
+        respawn: Callable[[], None] | None = None,
+        *,
+        any_version: bool = False,
     ) -> RemoteEngine:
-        remote = cls(paths, respawn)
+        remote = cls(paths, respawn, any_version=any_version)
         await remote._connect()
         return remote
 
     @property
     def pid(self) -> int:
         return int(self.hello.get("pid", 0))
+
+    @property
+    def version(self) -> str:
+        """The tui it runs ("" for one older than the version handshake)."""
+        return str(self.hello.get("version") or "")
 
     @property
     def foreground(self) -> bool:
@@ -143,7 +189,9 @@ class RemoteEngine(Client):
         return wire.cursor_from_wire(self.hello.get("cursor", [0, 0]))
 
     async def _connect(self) -> None:
-        self._reader, self._writer, self.hello = await _open(self.paths)
+        self._reader, self._writer, self.hello = await _open(
+            self.paths, any_version=self.any_version
+        )
         self._pump = asyncio.create_task(self._read_replies(self._reader))
 
     async def aclose(self) -> None:

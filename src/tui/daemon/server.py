@@ -131,7 +131,11 @@ class DaemonServer:
         lock = asyncio.Lock()  # replies of concurrent requests must not interleave
         jobs: set[asyncio.Task[None]] = set()
         try:
-            hello = {"t": "hello", **(await self.status()).model_dump(), "cursor": self._cursor()}
+            status = (await self.status()).model_dump()
+            # ``version`` only here, not in the Status reply: an older viewer's StatusReply
+            # would refuse the extra field.
+            version = wire.software_version()
+            hello = {"t": "hello", **status, "version": version, "cursor": self._cursor()}
             writer.write(wire.encode(hello))
             await writer.drain()
             while line := await reader.readline():

@@ -62,10 +62,10 @@ class Policy:
 
     @staticmethod
     def of(task: Task, defaults: FileDefaults | None) -> Policy:
-        d = defaults or FileDefaults()
+        # Read per attempt: no FileDefaults() built for a file without defaults.
         return Policy(
-            task.on_error or d.on_error or OnError.RETRY,
-            task.on_max_retries or d.on_max_retries or OnMaxRetries.FAIL,
+            task.on_error or (defaults and defaults.on_error) or OnError.RETRY,
+            task.on_max_retries or (defaults and defaults.on_max_retries) or OnMaxRetries.FAIL,
         )
 
 

@@ -11,15 +11,18 @@ from collections import Counter
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, cast
 
-from tui.engine.clock import Clock
+from tui.engine.adapter import RunResult
+from tui.engine.classifying import classified
 from tui.engine.conditions import holds
+from tui.engine.core import EngineCore
 from tui.engine.graph import Graph
 from tui.engine.queue import RunQueue
 from tui.engine.runner import Run
+from tui.engine.summaries import compaction_decision
 from tui.engine.workflow import WorkflowError, needs_of
 from tui.model.states import UNSUCCESSFUL, State
 from tui.model.task import priority_rank
-from tui.store.db import Move, Store
+from tui.store.db import Move
 from tui.store.records import TaskRecord
 
 if TYPE_CHECKING:
@@ -27,34 +30,15 @@ if TYPE_CHECKING:
     from tui.store.records import RunStart
 
 
-class Dispatch:
+class Dispatch(EngineCore):
     id: str
-    store: Store
     graph: Graph
     queue: RunQueue
-    clock: Clock
-    _tasks: dict[str, TaskRecord]
-    _running: dict[str, Run]
     _retrying: set[str]
     _runners: set[asyncio.Task[None]]
     _wake: asyncio.Event
     _batch: asyncio.Lock
-
-    if TYPE_CHECKING:  # from the other parts of Engine (scheduler, subtasks, run_end)
-
-        async def _changed_now(self) -> None: ...
-
-        def _mark_subtask(self, rec: TaskRecord) -> None: ...
-
-        def _parent_lets_run(self, rec: TaskRecord) -> bool: ...
-
-        async def _as_parent(
-            self, rec: TaskRecord, to: State, reason: str
-        ) -> tuple[State, str]: ...
-
-        async def _settle_subtasks(self) -> None: ...
-
-        async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None: ...
+    _started: bool
 
     def _took(self, rec: TaskRecord) -> None:
         """The store returned ``rec`` as a transaction left it: it replaces what we knew."""
@@ -71,9 +55,9 @@ class Dispatch:
         **updates: Any,
     ) -> TaskRecord | None:
         """Compare-and-set ``task_id`` to ``to``; the updated record, or None if refused."""
-        new = await self.store.transition(
-            task_id, expected, to, reason, base=self._tasks.get(task_id), **updates
-        )
+        # A new spec (a classified task's) is read back from the store, not lent by ours.
+        base = None if "spec" in updates else self._tasks.get(task_id)
+        new = await self.store.transition(task_id, expected, to, reason, base=base, **updates)
         if new is not None:
             self._took(new)
             await self._changed_now()
@@ -109,7 +93,15 @@ class Dispatch:
             if not rec.approved or self.graph.open_deps(tid) or not self._parent_lets_run(rec):
                 continue
             to, reason = await self._as_parent(rec, *self._condition(rec))
-            new = await self._move(tid, State.PENDING, to, reason)
+            updates: dict[str, Any] = {}
+            if rec.task.classify_by:  # its classifier answered: its agent, stored as it queues
+                spec, said = classified(rec, self._tasks.get)
+                if spec is None:
+                    to, reason = State.FAILED, f"{rec.name}: {said}"
+                else:
+                    updates["spec"] = spec.model_dump_json()
+                    reason = f"{said}; {reason}"
+            new = await self._move(tid, State.PENDING, to, reason, **updates)
             if new is None:
                 continue
             if to == State.QUEUED:
@@ -122,6 +114,8 @@ class Dispatch:
     def _condition(self, rec: TaskRecord) -> tuple[State, str]:
         """Where a task whose dependencies are done goes: QUEUED, or SKIPPED when its
         ``when:`` is false, or FAILED when the condition cannot be evaluated."""
+        if rec.task.compacts:  # a compaction task: its trigger says whether it runs
+            return compaction_decision(rec, self._tasks.get, self._compactions_decided(rec))
         when = rec.task.when
         if not when:
             return State.QUEUED, "ready to run"
@@ -131,6 +125,22 @@ class Dispatch:
         except WorkflowError as e:
             return State.FAILED, f"{rec.name}: {e}"
         return State.SKIPPED, f"skipped: when: {when} is false"
+
+    def _compactions_decided(self, rec: TaskRecord) -> int:
+        """How many compaction tasks feeding the same dependents as ``rec`` were decided (run
+        or skipped) on a completed result already: the count ``trigger: every`` goes by."""
+        seen: set[str] = set()
+        for dependent in self.graph.dependents(rec.id):
+            dep_rec = self._tasks.get(dependent)
+            for other in dep_rec.depends_on if dep_rec is not None else ():
+                o = self._tasks.get(other)
+                if o is None or o.id == rec.id or not o.task.compacts:
+                    continue
+                up = self._tasks.get(o.task.compacts)
+                done = up is not None and up.state == State.COMPLETED
+                if done and o.state not in (State.PENDING, State.CANCELLED):
+                    seen.add(o.id)
+        return len(seen)
 
     async def _dependents_may_run(self, task_id: str) -> None:
         """``task_id`` just COMPLETED (or was skipped): each dependent waits on one fewer."""
@@ -206,15 +216,7 @@ class Dispatch:
 
     async def _start_runnable(self) -> None:
         busy = Counter(self._tasks[r.task_id].task.agent.type for r in self._running.values())
-        picked = self.queue.pick(
-            busy,
-            lambda tid: self._tasks[tid].task.agent.type,
-            lambda tid: (
-                tid in self._tasks
-                and self._tasks[tid].state == State.QUEUED
-                and tid not in self._running
-            ),
-        )
+        picked = self.queue.pick(busy, self._agent_type, self._runnable)
         # Started together, so their store calls share one round trip; a slot is taken only
         # once its run is stored, and nothing else starts tasks meanwhile (this loop is the
         # only caller, and it waits here).
@@ -222,11 +224,45 @@ class Dispatch:
 
     async def _start(self, task_id: str) -> None:
         began = await self.store.start_run(task_id, self.id, self._tasks.get(task_id))
+        await self._launch(began)
+
+    def _next_for_slot(self, freeing: str) -> str | None:
+        """The queued task that takes over the slot of ``freeing``'s run as it ends, so that
+        its start rides in the end's transaction (one store round trip and no wake-up of the
+        schedule loop per task); None when there is none or the schedule loop is picking
+        (its picks are not yet counted in ``_running``), or the engine is stopping.
+        The task is taken off the queue: it is started by the caller or put back."""
+        if not self._started or self._batch.locked() or not len(self.queue):
+            return None
+        busy = Counter(
+            self._tasks[r.task_id].task.agent.type
+            for tid, r in self._running.items()
+            if tid != freeing
+        )
+        picked = self.queue.pick(busy, self._agent_type, self._runnable, most=1)
+        return picked[0] if picked else None
+
+    def _agent_type(self, task_id: str) -> str:
+        return self._tasks[task_id].task.agent.type
+
+    def _runnable(self, task_id: str) -> bool:
+        rec = self._tasks.get(task_id)
+        return rec is not None and rec.state == State.QUEUED and task_id not in self._running
+
+    async def _launch(self, began: RunStart | None) -> None:
+        """A run stored as started (its row committed): carry it out."""
         if began is None or began.task is None:
             return
         self._took(began.task)
+        task_id = began.task.id
         run = Run(task_id, began.run_id, attempt=began.attempt)
         self._running[task_id] = run
+        if not self._started:
+            # Stored in a run's end's transaction as the engine began to stop: `stop` does not
+            # see this run, so it ends here, nothing started, as interrupted (queued again).
+            run.kill_reason = "shutdown"
+            await self._finish(run, RunResult(State.FAILED, error="interrupted"))
+            return
         run.runner = asyncio.create_task(
             self._execute(
                 run, began, cast("RunHost", self)

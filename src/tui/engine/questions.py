@@ -2,7 +2,7 @@
 delivered exactly once — to the agent still waiting, or to the next run when it is gone.
 
 A part of ``Engine`` (mixed in): it uses the engine's task records, moves and runs, declared
-below, and nothing else of it.
+in tui.engine.core, and nothing else of it.
 """
 
 from __future__ import annotations
@@ -12,41 +12,17 @@ import contextlib
 import uuid
 from typing import Any
 
+from tui.engine.core import EngineCore
 from tui.engine.errors import EngineError
 from tui.engine.runner import Run
 from tui.model.states import State
-from tui.store.db import Store
 from tui.store.records import QuestionRecord, TaskRecord
 
 
-class Questions:
-    # What the engine provides (see scheduler.Engine).
-    store: Store
-    _running: dict[str, Run]
-
+class Questions(EngineCore):
     def __init__(self) -> None:
         # The agent waiting on each open question it asked (by question id).
         self._waiters: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
-
-    def _get(self, task_id: str) -> TaskRecord:
-        raise NotImplementedError
-
-    def _took(self, rec: TaskRecord) -> None:
-        raise NotImplementedError
-
-    async def _move(
-        self, task_id: str, expected: State | tuple[State, ...], to: State, reason: str, **u: Any
-    ) -> TaskRecord | None:
-        raise NotImplementedError
-
-    async def _check_pending(self, task_id: str) -> None:
-        raise NotImplementedError
-
-    async def _dependents_may_run(self, task_id: str) -> None:
-        raise NotImplementedError
-
-    async def _changed_now(self) -> None:
-        raise NotImplementedError
 
     # -- commands ------------------------------------------------------------------------------
 

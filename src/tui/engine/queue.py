@@ -29,18 +29,23 @@ class RunQueue:
         busy: Mapping[str, int],
         agent_type: Callable[[str], str],
         runnable: Callable[[str], bool],
+        most: int | None = None,
     ) -> list[str]:
         """Task ids to start now, best first.
 
         ``busy`` counts the runs going on, per agent type; ``agent_type`` gives a task's;
         ``runnable`` says whether a queued id is still QUEUED and not running (an entry can
         be stale: cancelled, or queued twice after a retry), stale entries are dropped.
+        ``most``: pick at most that many.
         """
         running = sum(busy.values())
         taken: Counter[str] = Counter()
         picked: list[str] = []
         held: list[tuple[int, int, str]] = []
-        while self._heap and running + len(picked) < self.concurrency:
+        free = self.concurrency - running
+        if most is not None:
+            free = min(free, most)
+        while self._heap and len(picked) < free:
             item = heapq.heappop(self._heap)
             task_id = item[2]
             if task_id in picked or not runnable(task_id):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -63,6 +64,7 @@ for pgid in held:
 """
 
 Event = tuple[Any, ...]
+Packed = tuple[bool, bytes]  # (the run's last batch?, the pickled list of events)
 
 
 class WorkerCtx:
@@ -125,6 +127,7 @@ class TaskRunner:
         self._late_kill: asyncio.Future[None] | None = None
         self._node = ""
         self._ctx: WorkerCtx | None = None
+        self._batches: AsyncIterator[Packed] | None = None
         # Started with the actor, not with a run: a run's group is handed to it the moment
         # the process exists, with no interpreter start in between.
         self._reaper_says("+0")
@@ -136,8 +139,11 @@ class TaskRunner:
             self._node = str(ray.get_runtime_context().get_node_id())
         return self._node
 
-    async def run(self, spec: dict[str, Any]) -> AsyncIterator[list[Event]]:
-        """The run to its end, as batches of events; the last event is ``("result", {...})``."""
+    async def run(self, packed_spec: bytes) -> AsyncIterator[Packed]:
+        """The run to its end, as batches of events; the last event is ``("result", {...})``.
+        The spec comes pickled by the engine, and each batch goes pickled (with whether it is
+        the last): the driver hands both on as they are, without opening them."""
+        spec: dict[str, Any] = pickle.loads(packed_spec)
         # The node goes with the first batch, the result with the last: a short task is one
         # round trip.
         self._outbox, self._held, self._killed = [("node", self.node())], 0, False
@@ -157,10 +163,23 @@ class TaskRunner:
             batch, self._outbox, self._held = self._outbox, [], 0
             self._drained.set()
             if done:
-                yield [*batch, ("result", asdict(self._job.result()))]
+                yield True, pickle.dumps([*batch, ("result", asdict(self._job.result()))], -1)
                 return
             if batch:
-                yield batch
+                yield False, pickle.dumps(batch, -1)
+
+    # Ray Client (`ray://`) has no streaming generators: there the driver starts the run with
+    # ``begin`` and asks for each batch with ``next_batch`` (None once the result has gone).
+    async def begin(self, packed_spec: bytes) -> None:
+        self._batches = self.run(packed_spec)
+
+    async def next_batch(self) -> Packed | None:
+        if self._batches is None:
+            return None
+        try:
+            return await anext(self._batches)
+        except StopAsyncIteration:
+            return None
 
     async def _carry_out(self, ctx: WorkerCtx) -> RunResult:
         adapters = declared_adapters()

@@ -4,7 +4,7 @@ stored in one transaction (decided by tui.engine.attempts), and the dependents f
 cancelled.
 
 A part of ``Engine`` (mixed in, as ``questions`` is): it uses the engine's records, moves and
-runs, declared below, and nothing else of it.
+runs, declared in tui.engine.core, and nothing else of it.
 """
 
 from __future__ import annotations
@@ -13,28 +13,23 @@ import asyncio
 import json
 import logging
 import os
-import random
 import signal
-from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tui.engine.adapter import RunResult
 from tui.engine.attempts import Policy, attempt_move, interrupted_move, task_result
-from tui.engine.clock import Clock
-from tui.engine.end_log import STALL_ENV, Ended, EndLog
+from tui.engine.core import EngineCore
+from tui.engine.end_log import STALL_ENV, Ended
 from tui.engine.loops import until_move, with_previous
-from tui.engine.output import OutputBuffer
-from tui.engine.runner import Executor, Run, RunHost, ended_as
+from tui.engine.runner import Run, RunHost, ended_as
 from tui.engine.talk import show_continuation
 from tui.engine.validation import check_result, validator_cwd, validator_env
 from tui.engine.workflow import WorkflowError, prepare
 from tui.engine.worktree_runs import in_worktree
-from tui.engine.worktrees import Worktrees
 from tui.model.states import UNSUCCESSFUL, State
-from tui.model.workflow import FileDefaults
-from tui.store.db import DiskFullError, Move, Store
+from tui.store.db import DiskFullError, Move
 from tui.store.records import STDERR, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
@@ -51,65 +46,7 @@ async def _stall(run_id: int) -> None:
     await asyncio.Future()
 
 
-class RunEnd:
-    # What the engine provides (see scheduler.Engine).
-    store: Store
-    executor: Executor
-    output: OutputBuffer
-    clock: Clock
-    rng: random.Random
-    defaults: FileDefaults | None
-    worktrees: Worktrees
-    end_log: EndLog | None
-    _tasks: dict[str, TaskRecord]
-    _running: dict[str, Run]
-
-    def _get(self, task_id: str) -> TaskRecord:
-        raise NotImplementedError
-
-    def _took(self, rec: TaskRecord) -> None:
-        raise NotImplementedError
-
-    def _enqueue(self, rec: TaskRecord) -> None:
-        raise NotImplementedError
-
-    async def _move(
-        self,
-        task_id: str,
-        expected: State | Collection[State],
-        to: State,
-        reason: str,
-        **updates: Any,
-    ) -> TaskRecord | None:
-        raise NotImplementedError
-
-    async def _changed_now(self) -> None:
-        raise NotImplementedError
-
-    async def _dependents_may_run(self, task_id: str) -> None:
-        raise NotImplementedError
-
-    async def _cascade_failure(self, task_id: str) -> None:
-        raise NotImplementedError
-
-    if TYPE_CHECKING:  # the engine's own (tui.engine.scheduler)
-
-        @property
-        def engine_id(self) -> str: ...
-
-        @property
-        def db_path(self) -> str: ...
-
-    if TYPE_CHECKING:  # from tui.engine.questions and .subtasks, the other parts of Engine
-
-        def _waits_on_children(self, task_id: str) -> bool: ...
-
-        async def _close_run_questions(self, run: Run, status: str) -> None: ...
-
-        async def _raise(
-            self, task_id: str, run: Run | None, kind: str, payload: dict[str, Any]
-        ) -> str: ...
-
+class RunEnd(EngineCore):
     # -- one attempt ---------------------------------------------------------------------------
 
     async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None:
@@ -215,11 +152,17 @@ class RunEnd:
             if move.to == State.COMPLETED and self._waits_on_children(task_id):
                 why = "its run completed; waiting on its subtasks"
                 move = Move(task_id, move.expected, State.BLOCKED, why, move.updates)
-        new = await self._end_run(run, outcome, interrupted, error, result, move, stored, rec)
+        # The slot this run leaves goes to the next queued task in the same transaction.
+        nxt = None if interrupted or review else self._next_for_slot(task_id)
+        new, began = await self._end_run(
+            run, outcome, interrupted, error, result, move, stored, rec, nxt
+        )
         self._running.pop(task_id, None)
         if new is not None:
             self._took(new)
-        elif not review:  # the task moved meanwhile; its totals did change
+        if began is not None:  # into the slot just left, before anything else may look at it
+            await self._launch(began)
+        if new is None and not review:  # the task moved meanwhile; its totals did change
             fresh = await self.store.get_task(task_id)
             if fresh is not None:
                 self._took(fresh)
@@ -302,22 +245,31 @@ class RunEnd:
         move: Move | None,
         stored: str | None,
         rec: TaskRecord,
-    ) -> TaskRecord | None:
+        nxt: str | None,
+    ) -> tuple[TaskRecord | None, RunStart | None]:
+        """Store the run's end (and start ``nxt``'s run with it): the task ``move`` moved,
+        and the next run as started (None if ``nxt`` was not QUEUED any more)."""
+        end: dict[str, Any] = {
+            "outcome": "interrupted" if interrupted else outcome.value,
+            "exit_code": result.exit_code,
+            "error": error,
+            "cost_usd": result.cost_usd,
+            "tokens_in": result.tokens_in,
+            "tokens_out": result.tokens_out,
+            "session_id": result.session_id,
+            "then": move,
+            "result": stored,
+            "base": rec,
+        }
         while True:
             try:
-                return await self.store.end_run(
-                    run.run_id,
-                    outcome="interrupted" if interrupted else outcome.value,
-                    exit_code=result.exit_code,
-                    error=error,
-                    cost_usd=result.cost_usd,
-                    tokens_in=result.tokens_in,
-                    tokens_out=result.tokens_out,
-                    session_id=result.session_id,
-                    then=move,
-                    result=stored,
-                    base=rec,
-                )
+                if nxt is None:
+                    return await self.store.end_run(run.run_id, **end), None
+                start = (nxt, self.engine_id, self._tasks.get(nxt))
+                return await self.store.end_run_then_start(run.run_id, start, **end)
             except DiskFullError as e:  # the run's end is stored once there is room again
                 log.error("%s; run %s ends when it can be stored", e, run.run_id)
+                if nxt is not None:  # not started meanwhile: back to the queue
+                    self._enqueue(self._tasks[nxt])
+                    nxt = None
                 await asyncio.sleep(DISK_FULL_RETRY)

@@ -31,6 +31,7 @@ from typing import Any
 
 from tui.engine.adapter import Adapter, declared_adapters
 from tui.engine.api import Message, Reply
+from tui.engine.children import Children
 from tui.engine.clock import Clock, RealClock
 from tui.engine.dispatch import Dispatch
 from tui.engine.end_log import EndLog, ends_path
@@ -104,10 +105,9 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
         )
 
         self._tasks: dict[str, TaskRecord] = {}  # as the store last returned each
-        self._children: dict[str, list[str]] = {}  # parents' subtasks (engine.subtasks)
+        self._children: dict[str, Children] = {}  # parents' subtasks (engine.subtasks)
         self._parent: dict[str, str] = {}  # and each subtask's parent
         self._subtask_dirty: set[str] = set()
-        self._reserved: set[str] = set()
         self.graph = Graph()
         self.queue = RunQueue(concurrency, agent_limits)
         self._retrying: set[str] = set()  # tasks waiting for an automatic retry
@@ -361,8 +361,22 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
 
     async def wait_settled(self, task_ids: Iterable[str]) -> None:
         ids = list(task_ids)
+        seen = 0  # ids[:seen] were settled when last looked at
+
+        def all_settled() -> bool:
+            # Called on every change: going on from where the last call stopped keeps a run of
+            # N tasks O(N), where checking every id each time was O(N²).
+            nonlocal seen
+            while seen < len(ids) and self.settled(ids[seen]):
+                seen += 1
+            if seen < len(ids):
+                return False
+            # One seen settled earlier may have been retried since: all of them, at once.
+            seen = next((i for i, t in enumerate(ids) if not self.settled(t)), len(ids))
+            return seen == len(ids)
+
         async with self._changed:
-            await self._changed.wait_for(lambda: all(self.settled(i) for i in ids))
+            await self._changed.wait_for(all_settled)
 
     @property
     def has_tasks(self) -> bool:

@@ -19,57 +19,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection
 from typing import Any
 
 from tui.engine import foreach
+from tui.engine.children import Children
+from tui.engine.core import EngineCore
 from tui.engine.errors import EngineError
 from tui.engine.graph import failed_for_good
 from tui.engine.workflow import WorkflowError
 from tui.model.states import ENDED, SATISFIED, State
 from tui.model.subtasks import Completion
-from tui.store.db import Store, StoreError
+from tui.store.db import StoreError
 from tui.store.records import TaskRecord
 
 # A child may start while its parent is in one of these.
 PARENT_LETS_RUN = frozenset({State.RUNNING, State.BLOCKED, State.READY})
-# A child holding one of its parent's max_parallel slots.
-ACTIVE = frozenset({State.QUEUED, State.RUNNING, State.READY, State.BLOCKED})
 
 
-class Subtasks:
-    _tasks: dict[str, TaskRecord]
-    _children: dict[str, list[str]]  # parent id -> child ids, in submit order
-    _parent: dict[str, str]  # child id -> parent id (a settled record's spec stays unparsed)
-    _subtask_dirty: set[str]
-    _reserved: set[str]  # children let out of PENDING under a max_parallel, not moved yet
-    store: Store
-
-    def _index(self, records: Sequence[TaskRecord]) -> None:
-        raise NotImplementedError
-
-    async def _move(
-        self,
-        task_id: str,
-        expected: State | Collection[State],
-        to: State,
-        reason: str,
-        **updates: Any,
-    ) -> TaskRecord | None:
-        raise NotImplementedError
-
-    async def cancel(self, task_id: str, reason: str = "cancelled by user") -> str:
-        raise NotImplementedError
-
-    async def _check_pending(self, task_id: str) -> None:
-        raise NotImplementedError
-
-    async def _dependents_may_run(self, task_id: str) -> None:
-        raise NotImplementedError
-
-    async def _cascade_failure(self, task_id: str) -> None:
-        raise NotImplementedError
-
+class Subtasks(EngineCore):
     def _index_children(self, records: Collection[TaskRecord]) -> None:
         for r in records:
             # A stored spec is read as JSON, not validated: a settled record keeps it unparsed.
@@ -81,18 +49,16 @@ class Subtasks:
             if not parent:
                 continue
             self._parent[r.id] = parent
-            if r.id not in self._children.setdefault(parent, []):
-                self._children[parent].append(r.id)
+            if self._children.setdefault(parent, Children()).add(r):
                 self._subtask_dirty.add(parent)
 
     def _mark_subtask(self, rec: TaskRecord) -> None:
         """``rec`` changed: it and its parent may have something to settle."""
-        if rec.state != State.PENDING:
-            self._reserved.discard(rec.id)
         if rec.id in self._children:
             self._subtask_dirty.add(rec.id)
         parent = self._parent.get(rec.id)
         if parent:
+            self._children[parent].update(rec)
             self._subtask_dirty.add(parent)
 
     def _parent_lets_run(self, rec: TaskRecord) -> bool:
@@ -106,15 +72,10 @@ class Subtasks:
             return False
         bound = parent.task.max_parallel
         if bound:
-            siblings = [self._tasks[c] for c in self._children.get(parent.id, ())]
-            busy = sum(
-                1
-                for k in siblings
-                if k.state in ACTIVE or (k.id in self._reserved and k.state == State.PENDING)
-            )
-            if busy >= bound:
+            kids = self._children[parent.id]
+            if kids.busy >= bound:
                 return False
-            self._reserved.add(rec.id)
+            kids.reserved.add(rec.id)
         return True
 
     async def _as_parent(self, rec: TaskRecord, to: State, reason: str) -> tuple[State, str]:
@@ -138,12 +99,12 @@ class Subtasks:
         a foreach always ends through BLOCKED, where its result is made)."""
         if self._tasks[task_id].task.group or self._tasks[task_id].task.foreach is not None:
             return True
-        kids = [self._tasks[c] for c in self._children.get(task_id, ()) if c in self._tasks]
+        kids = self._children.get(task_id)
         if not kids:
             return False
         if self._tasks[task_id].task.completion == Completion.ANY:
-            return not any(k.state == State.COMPLETED for k in kids)
-        return not all(k.state in SATISFIED for k in kids)
+            return not kids.completed
+        return kids.over - kids.lost < len(kids)  # not every one satisfied
 
     async def _settle_subtasks(self) -> None:
         while self._subtask_dirty:
@@ -153,41 +114,49 @@ class Subtasks:
                 await self._settle_parent(parent)
 
     async def _settle_parent(self, parent: TaskRecord) -> None:
-        kids = [self._tasks[c] for c in self._children[parent.id] if c in self._tasks]
+        # Each look costs O(1) in the number of children (their counts), so a parent of many
+        # settles in linear time; only its final move (and a cancel) walks them all, once.
+        kids = self._children[parent.id]
         if parent.state == State.BLOCKED:
             await self._blocked_parent(parent, kids)
         elif parent.state == State.SKIPPED:
-            for k in kids:
-                await self._move(k.id, State.PENDING, State.SKIPPED, f"{parent.name} was skipped")
-        elif parent.state in ENDED and (parent.state in SATISFIED or failed_for_good(parent)):
+            for k in list(kids.pending):
+                await self._move(k, State.PENDING, State.SKIPPED, f"{parent.name} was skipped")
+        elif (
+            kids.live
+            and parent.state in ENDED
+            and (parent.state in SATISFIED or failed_for_good(parent))
+        ):
             await self._cancel_children(kids, f"{parent.name} ended {parent.state}")
 
-    async def _blocked_parent(self, parent: TaskRecord, kids: list[TaskRecord]) -> None:
-        for k in kids:  # the parent now lets them run
-            if k.state == State.PENDING:
-                await self._check_pending(k.id)
-        kids = [self._tasks[k.id] for k in kids]
-        done = [k for k in kids if k.state == State.COMPLETED]
-        lost = [k for k in kids if failed_for_good(k)]
-        over = all(k.state in SATISFIED or failed_for_good(k) for k in kids)
+    async def _blocked_parent(self, parent: TaskRecord, kids: Children) -> None:
+        bound = parent.task.max_parallel
+        for k in list(kids.pending):  # the parent now lets them run
+            if bound and kids.busy >= bound:
+                break  # the rest wait for a slot: the next child to end frees one
+            await self._check_pending(k)
+        over = kids.over == len(kids)
         updates: dict[str, Any] = {}
         if parent.task.completion == Completion.ANY:
-            if done:
-                to, reason = State.COMPLETED, f"subtask {done[0].name} completed (completion: any)"
+            if kids.completed:
+                done = self._first_of(kids, lambda k: k.state == State.COMPLETED)
+                to, reason = State.COMPLETED, f"subtask {done.name} completed (completion: any)"
                 if parent.task.group or parent.task.foreach is not None:
-                    updates["result"] = done[0].result
+                    updates["result"] = done.result
             elif over:
                 to, reason = State.FAILED, "no subtask completed (completion: any)"
             else:
                 return
-        elif lost:
-            to, reason = State.FAILED, f"subtask {lost[0].name} ended {lost[0].state}"
+        elif kids.lost:
+            lost = self._first_of(kids, failed_for_good)
+            to, reason = State.FAILED, f"subtask {lost.name} ended {lost.state}"
         elif over:
             to, reason = State.COMPLETED, f"all {len(kids)} subtasks completed"
+            recs = [self._tasks[k] for k in kids]
             if parent.task.foreach is not None:
-                updates["result"] = json.dumps([_value(k) for k in kids])
+                updates["result"] = json.dumps([_value(k) for k in recs])
             elif parent.task.group:
-                updates["result"] = json.dumps({k.name.rsplit(".", 1)[-1]: _value(k) for k in kids})
+                updates["result"] = json.dumps({k.name.rsplit(".", 1)[-1]: _value(k) for k in recs})
         else:
             return
         new = await self._move(parent.id, State.BLOCKED, to, reason, **updates)
@@ -199,10 +168,14 @@ class Subtasks:
         else:
             await self._cascade_failure(parent.id)
 
-    async def _cancel_children(self, kids: list[TaskRecord], why: str) -> None:
+    def _first_of(self, kids: Children, test: Callable[[TaskRecord], bool]) -> TaskRecord:
+        """The first child (in submit order) that passes ``test``; the counts say one does."""
+        return next(r for r in (self._tasks[k] for k in kids) if test(r))
+
+    async def _cancel_children(self, kids: Children, why: str) -> None:
         """Cancel every child not yet ended (a running one is killed, its group with it)."""
         reason = f"cancelled: {why}"
-        live = [k.id for k in kids if self._tasks[k.id].state not in ENDED]
+        live = [k for k in kids if self._tasks[k].state not in ENDED]
         if not live:
             return
 

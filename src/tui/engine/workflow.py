@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tui.engine.summaries import summarize
+from tui.engine.classifying import block, describe
+from tui.engine.summaries import compacted, summarize
 from tui.model.agent_kinds import KINDS
 from tui.model.needs import NEEDS_USE, NeedsRef, template_refs
 from tui.model.states import SATISFIED
@@ -126,6 +127,8 @@ def prepare(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prep
     Raises WorkflowError naming what cannot be filled."""
     task = rec.task
     agent = task.agent
+    if task.classifies:
+        return _classifier_run(rec, lookup)
     uses = template_refs(agent.instructions) + template_refs(agent.system_prompt_append)
     if not uses and task.context is None:
         return Prepared(rec)
@@ -170,6 +173,23 @@ def prepare(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prep
     return prepared
 
 
+def _classifier_run(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prepared:
+    """A classifier task's run: the task it classifies described before its prompt and, for
+    every kind, in the JSON file named by $TUI_CONTEXT_FILE (``{"task": {...}}``)."""
+    target = lookup(rec.task.classifies)
+    if target is None:
+        raise WorkflowError(f"the task it classifies ({rec.task.classifies}) is not stored")
+    agent = rec.task.agent
+    fd, path = tempfile.mkstemp(prefix="tui-classify-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({"task": describe(target.task)}, f, ensure_ascii=False)
+    changes: dict[str, Any] = {"env": {**agent.env, ENV_CONTEXT_FILE: path}}
+    if not (KINDS[agent.type].script if agent.type in KINDS else False):
+        changes["instructions"] = f"{block(target.task)}\n\n{agent.instructions}"
+    new_task = rec.task.model_copy(update={"agent": agent.model_copy(update=changes)})
+    return Prepared(replace(rec, spec=new_task), files=[path])
+
+
 def _ref(text: str) -> NeedsRef:
     return template_refs(text)[0]
 
@@ -181,14 +201,20 @@ def _transferred(
     lookup: Callable[[str], TaskRecord | None],
 ) -> dict[str, dict[str, Any]]:
     """{name: what is transferred of it}, for the dependencies ``context.from`` names
-    (never the summariser tasks the loader added: their results come as the summaries)."""
+    (never the summariser or compaction tasks the loader added: their results come as the
+    summaries and compacted results)."""
     summarizers: dict[str, TaskRecord] = {}
+    compactors: dict[str, TaskRecord] = {}
+    added: set[str] = set()  # the tasks the loader added: never transferred themselves
     for dep_id in rec.depends_on:
         dep = lookup(dep_id)
         if dep is not None and dep.task.summarizes:
             summarizers[dep.task.summarizes] = dep
+        elif dep is not None and dep.task.compacts:
+            compactors[dep.task.compacts] = dep
+        if dep is not None and (dep.task.summarizes or dep.task.compacts or dep.task.classifies):
+            added.add(dep.id)
     if spec.from_ == "all":
-        added = {r.id for r in summarizers.values()}
         chosen = [needs[d] for d in rec.depends_on if d in needs and d not in added]
     else:
         chosen = [needs[n] for n in spec.from_ if n in needs]
@@ -197,15 +223,34 @@ def _transferred(
         shown: dict[str, Any] = {"id": view["id"], "state": view["state"]}
         if spec.transfer == Transfer.SUMMARY:
             made = summarize(view, rec.task.summarizer, summarizers.get(view["id"]))
-            shown["summary"] = made["summary"]
+            shown["summary"] = preserved(made["summary"], spec.preserve)
             shown["summary_sizes"] = made  # taken off by prepare(), kept with the upstream
         elif spec.transfer == Transfer.FULL:
             if "outputs" in spec.preserve:
-                shown["result"] = view["result"]
+                made_c = compacted(view, compactors.get(view["id"]))
+                if made_c is None:
+                    shown["result"] = view["result"]
+                else:
+                    shown["result"] = preserved(made_c["summary"], spec.preserve)
+                    shown["compacted"] = {k: made_c[k] for k in ("size_before", "size_after", "by")}
+                    shown["summary_sizes"] = made_c
             if "errors" in spec.preserve and view["error"]:
                 shown["error"] = view["error"]
         out[view["name"]] = shown
     return out
+
+
+# Which parts of a summariser's answer each `context.preserve` item keeps (`summary` always).
+PRESERVED_FIELDS = {"outputs": "key_outputs", "decisions": "decisions", "errors": "errors"}
+
+
+def preserved(summary: Any, preserve: list[str]) -> Any:
+    """A summariser's answer with only the parts ``preserve`` names (the one-line summary of
+    the aggressive strategy, or an answer that is not the object, as it is)."""
+    if not isinstance(summary, dict):
+        return summary
+    dropped = {f for item, f in PRESERVED_FIELDS.items() if item not in preserve}
+    return {k: v for k, v in summary.items() if k not in dropped}
 
 
 def context_block(views: dict[str, dict[str, Any]]) -> str:
@@ -217,7 +262,13 @@ def context_block(views: dict[str, dict[str, Any]]) -> str:
         if view.get("summary"):
             parts.append(f"<summary>{as_text(view['summary'])}</summary>")
         if "result" in view and view["result"] is not None:
-            parts.append(f"<result>\n{as_text(view['result'])}\n</result>")
+            sizes = view.get("compacted")
+            attrs = (
+                f' compacted_from="{sizes["size_before"]}" compacted_to="{sizes["size_after"]}"'
+                if sizes
+                else ""
+            )
+            parts.append(f"<result{attrs}>\n{as_text(view['result'])}\n</result>")
         if view.get("error"):
             parts.append(f"<error>{view['error']}</error>")
         lines += [f"{head}>", *parts, "</task>"] if parts else [f"{head}/>"]

@@ -21,8 +21,10 @@ class AgentKind:
     mcp: bool = False  # the CLI can be given tui's MCP server (agent.mcp)
     configurable: bool = True  # may be the type of a config [agents.NAME] table
     version_args: tuple[str, ...] = ("--version",)  # `tui doctor`'s probe of the CLI
-    # agent.max_turns: the CLI's flag for it, or why the kind cannot take one.
+    # agent.max_turns: the CLI's flag for it, or its settings-file key (which the adapter
+    # sets for the one run), or why the kind cannot take one.
     max_turns_flag: str = ""
+    max_turns_setting: str = ""
     no_max_turns: str = "runs a command, not an agent that takes turns"
     # Its instructions are a script, not a prompt: what dependencies produced reaches it only
     # through environment variables and a JSON file, never as text spliced into the script.
@@ -34,6 +36,10 @@ class AgentKind:
     def bin_env(self) -> str:
         """The variable that names another binary for the CLI (e.g. TUI_CLAUDE_BIN)."""
         return f"TUI_{self.name.upper()}_BIN" if self.cli else ""
+
+    @property
+    def takes_max_turns(self) -> bool:
+        return bool(self.max_turns_flag or self.max_turns_setting)
 
     @property
     def builtin(self) -> bool:
@@ -68,8 +74,8 @@ KINDS: dict[str, AgentKind] = {
             install="npm i -g @google/gemini-cli",
             models=True,
             mcp=True,
-            # Only a settings-file key (model.maxSessionTurns), for every run of the user.
-            no_max_turns="has no command-line option for it (gemini --help)",
+            # No flag: the run's own settings.json copy gets the key (agents/mcp_launch.py).
+            max_turns_setting="model.maxSessionTurns",
             resumes=True,
         ),
         AgentKind(
@@ -101,11 +107,11 @@ def check_max_turns(value: int, agent_type: str) -> int:
     if not value:
         return value
     kind = KINDS.get(agent_type)
-    if kind is not None and not kind.max_turns_flag:
-        takes = ", ".join(k.name for k in KINDS.values() if k.max_turns_flag)
+    if kind is not None and not kind.takes_max_turns:
+        takes = " and ".join(k.name for k in KINDS.values() if k.takes_max_turns)
         raise ValueError(
             f"agent.max_turns does not apply to {agent_type} tasks: {agent_type} "
-            f"{kind.no_max_turns}; only {takes} takes it"
+            f"{kind.no_max_turns}; only {takes} take it"
         )
     if value > MAX_TURNS:
         raise ValueError(f"agent.max_turns must be <= {MAX_TURNS}; got {value}")

@@ -75,3 +75,46 @@ def apply_rule(task: dict[str, Any], rule: ClassifyRule) -> dict[str, Any]:
     if rule.model and not agent.get("model"):
         agent["model"] = rule.model
     return {**task, "agent": agent}
+
+
+# -- the classifier agent: for a task no rule classifies --------------------------------------
+
+# The phase of a PENDING task waiting on its classifier (`tui ls`, the app's state column).
+CLASSIFYING = "classifying"
+
+CLASSIFIER_PROMPT = (
+    "Choose which coding agent should run the task described above: claude (Claude Code: "
+    "general coding, reviews, refactors), gemini (Gemini CLI: large contexts, reading many "
+    "files), codex (Codex: focused code edits), or shell (a plain command, no model). "
+    'Answer with one JSON object and nothing else: {"agent": "claude", "model": ""} '
+    '(model: a model for that agent, or "" for its default).'
+)
+
+
+class Classifier(BaseModel):
+    """config.toml's ``[classifier]`` (or a task file's ``classifier:``): a cheap-model agent
+    that picks the agent of a task that leaves ``agent.type`` out when no classify rule does.
+    The loader adds a task ``classify:NAME`` for it; the task waits, shown as classifying."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = "claude"  # the classifier's own agent type and (cheap) model
+    model: str = ""
+    prompt: str = ""  # "" = CLASSIFIER_PROMPT
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _check_agent(cls, value: Any) -> Any:
+        return one_of("classifier.agent", value, CLASSIFY_TYPES, optional=False)
+
+
+def answer_schema() -> dict[str, Any]:
+    """What the classifier must answer: an agent type a rule could choose, and a model."""
+    return {
+        "type": "object",
+        "required": ["agent"],
+        "properties": {
+            "agent": {"enum": list(CLASSIFY_TYPES)},
+            "model": {"type": "string"},
+        },
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tui.model.classify import Classifier
 from tui.model.issues import Issue
 from tui.model.task import Task
 from tui.model.yaml_source import Path, line_of
@@ -27,6 +28,8 @@ class TaskEntry:
     raw_name: str | None = None  # so references to it are not reported as unknown
     raw_depends: list[str] = field(default_factory=list)
     task: Task | None = None
+    # The classifier that picks its agent (agent.type left out, no classify rule matched).
+    classifier: Classifier | None = None
     # Resolved dependency id -> index of the depends_on entry that named it.
     dep_index: dict[str, int] = field(default_factory=dict)
 

@@ -8,12 +8,13 @@ from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
 from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE
+from tui.model.classify import Classifier
 from tui.model.output_format import OutputFormat
 from tui.model.resources import CUSTOM_FIX, MEMORY_FIX, Resources
 from tui.model.suggest import did_you_mean
 from tui.model.task import AgentConfig, RetryConfig, Task
 from tui.model.variables import Variable
-from tui.model.workflow import ContextSpec, Hooks
+from tui.model.workflow import Compaction, ContextSpec, Hooks, Summarizer
 
 _DURATION_FIX = 'write a Go duration such as "30m", "1h30m" or "45s", or 0 for no limit'
 _LIST_FIX = "write a list, e.g. [a, b] or one '- item' per line"
@@ -30,7 +31,7 @@ FIXES: dict[str, str] = {
     "agent.type": f"use one of {', '.join(AGENT_TYPES)}; leave it out for {DEFAULT_TYPE}",
     "agent.permission_mode": "use one of the listed modes, or leave it out for the default",
     "agent.max_budget_usd": "use a dollar amount >= 0, or 0 for no budget limit",
-    "agent.max_turns": "remove it, or make the task a claude task (agent.type: claude)",
+    "agent.max_turns": "remove it, or make the task a claude or gemini task (agent.type: claude)",
     "agent.env": "remove it from env; export it in the shell that starts tui instead",
     "timeout": _DURATION_FIX,
     "retry.delay": 'write a Go duration such as "2s" or "500ms"',
@@ -39,13 +40,24 @@ FIXES: dict[str, str] = {
     "when": "write an expression over needs.NAME.state / needs.NAME.result, e.g. "
     "needs.build.state == 'COMPLETED'",
     "context": "write {from: [names] | all, transfer: full | summary | minimal, "
-    "preserve: [outputs, errors]}",
+    "preserve: [outputs, decisions, errors]}",
     "context.from": "list names of tasks in depends_on, or write all",
     "context.transfer": "use full, summary or minimal",
-    "summarizer": "write {strategy: aggressive | moderate | comprehensive, agent, model, prompt}",
+    "summarizer": "write {strategy: aggressive | moderate | comprehensive, agent, model, prompt, "
+    "compaction}",
+    "summarizer.compaction": "write {threshold: 20000, trigger: on_threshold | on_completion "
+    "| every, every: N}",
+    "summarizer.compaction.threshold": "use a number of characters >= 1",
+    "compaction.threshold": "use a number of characters >= 1",  # in config's [summarizer]
+    "summarizer.compaction.trigger": "use on_threshold (the default), on_completion, or every "
+    "with every: N",
+    "summarizer.compaction.every": "use a whole number >= 1 with trigger: every, or leave it out",
     "summarizer.strategy": "use aggressive (one line, no agent), moderate or comprehensive",
     "summarizer.agent": "use claude, gemini, codex, or shell (a script reading $TUI_CONTEXT_FILE)",
     "context.preserve": "list some of outputs, decisions, errors",
+    "classifier": "write {agent, model, prompt}: the agent that picks the agent of a task "
+    "that leaves agent.type out",
+    "classifier.agent": "use claude, gemini, codex, or shell (a script reading $TUI_CONTEXT_FILE)",
     "on_error": "use retry, skip or fail, or leave it out for retry",
     "on_max_retries": "use skip or fail, or leave it out for fail",
     "hooks": "write {on_start: [cmd, arg], on_complete: ..., on_error: ..., on_skip: ..., "
@@ -81,6 +93,9 @@ _CONTAINERS: dict[tuple[str, ...], type[BaseModel]] = {
     ("resources",): Resources,
     ("context",): ContextSpec,
     ("hooks",): Hooks,
+    ("summarizer",): Summarizer,
+    ("summarizer", "compaction"): Compaction,
+    ("classifier",): Classifier,
 }
 
 

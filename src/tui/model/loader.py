@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from tui.model import subtasks
+from tui.model.classifier_tasks import add_classifiers
 from tui.model.classify import ClassifyRule, apply_rule
 from tui.model.classify import classify as pick
 from tui.model.dependencies import find_cycles, resolve_dependencies, resolve_worktree_from
@@ -347,8 +348,11 @@ def _read_task(
 
     data = _without_nulls(raw)
     agent = data.get("agent")
-    if isinstance(agent, dict) and "type" not in agent and (rule := pick(data, named.rules())):
-        data = apply_rule(data, rule)
+    if isinstance(agent, dict) and "type" not in agent:
+        if rule := pick(data, named.rules()):
+            data = apply_rule(data, rule)
+        elif defaults is not None and defaults.classifier is not None:
+            entry.classifier = defaults.classifier  # the classifier agent picks at run time
     for key in RUNTIME_FIELDS:
         if key in data:
             del data[key]
@@ -538,4 +542,4 @@ def _finish(
         rank = {name: i for i, name in enumerate(file_order)}
         issues.sort(key=lambda i: (rank.get(i.file, len(rank)), i.line or 0))
         raise TaskFileError(issues, warnings)
-    return LoadResult(add_summarizers([e.task for e in entries if e.task is not None]), warnings)
+    return LoadResult(add_summarizers(add_classifiers(entries)), warnings)

@@ -24,6 +24,7 @@ from pydantic import (
 
 from tui.model.choices import one_of
 from tui.model.duration import format_duration, parse_duration
+from tui.model.workflow import CUT_NOTE
 
 OUTPUT_TYPES = ("json", "text")
 SCHEMAS = ("object", "array", "[]", "string[]", "number", "boolean")
@@ -153,7 +154,10 @@ def parse_result(fmt: OutputFormat, text: str | None) -> Parsed:
         try:
             value = json.loads(body)
         except json.JSONDecodeError as e:
-            raise OutputFormatError(f"result is not JSON ({e.msg} at line {e.lineno})") from None
+            cut = f"; {CUT_NOTE}" if body.startswith("…") else ""
+            raise OutputFormatError(
+                f"result is not JSON ({e.msg} at line {e.lineno}){cut}"
+            ) from None
     except OutputFormatError as e:
         if fmt.on_parse_error == "keep":
             return Parsed(value=text, kept_error=str(e))

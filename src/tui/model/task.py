@@ -250,6 +250,12 @@ class Task(_Model):
     hooks: Hooks | None = None
     summarizer: Summarizer | None = None  # for context: {transfer: summary}; see workflow.py
     summarizes: str = ""  # the id of the task this summariser task summarises (model/summaries)
+    compacts: str = ""  # the id of the task whose long result this task compacts (likewise)
+    # Classification by the classifier agent (tui.model.classifier_tasks): the id of the task that
+    # picks this task's agent ("" once it has, or when it never needed to), and on that task,
+    # the id of the task it classifies.
+    classify_by: str = ""
+    classifies: str = ""
     # Subtasks (tui.model.subtasks): when a parent completes, and whether it is a group made
     # of a file's `subtasks:` (it runs nothing itself; set by the loader).
     completion: Completion = Completion.ALL

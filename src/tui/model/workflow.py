@@ -16,16 +16,28 @@ from pydantic import (
     Field,
     field_serializer,
     field_validator,
+    model_validator,
 )
 
 from tui.model.agent_kinds import KINDS
 from tui.model.choices import one_of
+from tui.model.classify import Classifier
 from tui.model.duration import format_duration, parse_duration
 
 # A result kept with a task: the parsed output_format value, or this many characters of the
 # agent's final message / the shell's last stdout lines (the end kept: that is where the
 # answer is). Larger results are cut, marked with a leading "…".
 RESULT_CHARS = 64 * 1024
+
+
+# A plain command's result (its last stdout lines, tui.agents.result_tail) is read from this
+# much of the end of its stdout: one that starts further back is kept from there, after "…".
+RESULT_TAIL_BYTES = 1024 * 1024
+CUT_NOTE = (
+    f"the result was cut: a command's last stdout lines are read from its last "
+    f"{RESULT_TAIL_BYTES // 1024} KiB of stdout and these began before them "
+    "(print less, or write the result to a file and print its path)"
+)
 
 
 def cap_result(text: str) -> str:
@@ -66,7 +78,9 @@ class ContextSpec(_Model):
 
     from_: list[str] | str = Field(default="all", alias="from")
     transfer: Transfer = Transfer.FULL
-    preserve: list[str] = Field(default_factory=lambda: ["outputs", "errors"])
+    # Which parts travel: the result (or a summary's key_outputs), a summary's decisions,
+    # the error (or a summary's errors); a summary's own text always does.
+    preserve: list[str] = Field(default_factory=lambda: list(PRESERVE))
 
     @field_validator("from_", mode="before")
     @classmethod
@@ -172,14 +186,64 @@ SUMMARY_FIELDS = ("summary", "key_outputs", "decisions", "errors")
 SUMMARIZER_AGENTS = tuple(k for k in KINDS if k != "taskfile")
 
 
+class Trigger(StrEnum):
+    ON_THRESHOLD = "on_threshold"  # a result longer than `threshold` characters
+    ON_COMPLETION = "on_completion"  # every result, whatever its size
+    EVERY = "every"  # every Nth upstream task to complete (`every: N`)
+
+
+COMPACTION_THRESHOLD = 20_000  # characters, unless `compaction.threshold` says otherwise
+
+
+class Compaction(_Model):
+    """When a dependency's result is compacted by the summariser before it reaches a task
+    that takes it whole (``context: {transfer: full}``): tui.model.summaries adds the
+    ``compact:NAME`` task, tui.engine.dispatch decides at run time whether it runs."""
+
+    threshold: int = Field(default=COMPACTION_THRESHOLD, ge=1)
+    trigger: Trigger = Trigger.ON_THRESHOLD
+    every: int = Field(default=0, ge=0)
+
+    @field_validator("trigger", mode="before")
+    @classmethod
+    def _check_trigger(cls, value: Any) -> Any:
+        return one_of("compaction.trigger", value, tuple(t.value for t in Trigger), False)
+
+    @model_validator(mode="after")
+    def _every_with_its_trigger(self) -> Compaction:
+        if self.trigger == Trigger.EVERY and self.every < 1:
+            raise ValueError("compaction.trigger every needs every: N (N >= 1)")
+        if self.every and self.trigger != Trigger.EVERY:
+            raise ValueError("compaction.every applies only with trigger: every")
+        return self
+
+    def wanted(self, size: int, nth: int) -> bool:
+        """Whether a result of ``size`` characters, the ``nth`` (1, 2…) of the upstream
+        results under an `every` trigger to complete, is compacted."""
+        if self.trigger == Trigger.ON_COMPLETION:
+            return True
+        if self.trigger == Trigger.EVERY:
+            return nth % self.every == 0
+        return size > self.threshold
+
+    def describe(self) -> str:
+        if self.trigger == Trigger.EVERY:
+            return f"every {self.every} completions"
+        if self.trigger == Trigger.ON_COMPLETION:
+            return "on completion"
+        return f"over {self.threshold} characters"
+
+
 class Summarizer(_Model):
     """How ``context: {transfer: summary}`` shortens an upstream result: config.toml's
-    ``[summarizer]``, a task file's ``summarizer:``, or a task's own (tui.engine.summaries)."""
+    ``[summarizer]``, a task file's ``summarizer:``, or a task's own (tui.engine.summaries).
+    ``compaction`` compacts long results for ``transfer: full`` too."""
 
     strategy: Strategy = Strategy.AGGRESSIVE
     agent: str = "claude"  # the summariser's agent type and (cheap) model
     model: str = ""
     prompt: str = ""  # "" = the built-in prompt for the strategy
+    compaction: Compaction | None = None
 
     @field_validator("strategy", mode="before")
     @classmethod
@@ -199,6 +263,8 @@ class FileDefaults(_Model):
     on_max_retries: OnMaxRetriesChoice = OnMaxRetries.NONE
     hooks: Hooks | None = None
     summarizer: Summarizer | None = None
+    # Only for tasks that leave agent.type out and match no classify rule (the loader).
+    classifier: Classifier | None = None
 
     def over(self, base: FileDefaults | None) -> FileDefaults:
         """These defaults, what they leave unset taken from ``base`` (a file's over config's)."""
@@ -210,6 +276,7 @@ class FileDefaults(_Model):
             on_max_retries=self.on_max_retries or base.on_max_retries,
             hooks=hooks,
             summarizer=self.summarizer or base.summarizer,
+            classifier=self.classifier or base.classifier,
         )
 
     def apply(self, task: Any) -> None:

@@ -112,7 +112,10 @@ class Store:
 
     async def close(self) -> None:
         """Close; if the file was deleted or replaced meanwhile, first save what this store
-        has open (see :func:`health.save_copy`), so that nothing it wrote is lost."""
+        has open (see :func:`health.save_copy`), so that nothing it wrote is lost. Closing
+        again does nothing."""
+        if self._db.closed:
+            return
         try:
             self.check_file()
         except DatabaseFileError as e:
@@ -261,7 +264,62 @@ class Store:
         journal row carrying the run's end (else a ``run_ended`` row does); with ``result``
         (JSON) store the task's result in it too: a crash never keeps a run's end without its
         result. Returns the task ``then`` moved (None without one, or if it did not happen)."""
-        now = time.time()
+        return await self._db.call(
+            self._end_job(
+                run_id,
+                outcome=outcome,
+                exit_code=exit_code,
+                error=error,
+                cost_usd=cost_usd,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+                session_id=session_id,
+                then=then,
+                result=result,
+                base=base,
+            )
+        )
+
+    async def end_run_then_start(
+        self,
+        run_id: int,
+        start: tuple[str, str, TaskRecord | None],
+        **end: Any,
+    ) -> tuple[TaskRecord | None, RunStart | None]:
+        """``end_run(run_id, **end)`` and ``start_run(*start)`` in one transaction: the slot
+        the ended run leaves goes to the next task in the same store round trip. The new run's
+        row is committed before its process is started, as with ``start_run``."""
+        task_id, engine_id, base = start
+        now = time.time()  # one instant: the new run starts as the last one ends
+        ended = self._end_job(run_id, now=now, **end)
+        deps = _deps(base, task_id)
+
+        def tx(t: Any) -> tuple[TaskRecord | None, RunStart | None]:
+            return ended(t), runs.start(t, task_id, engine_id, now, deps)
+
+        moved, began = await self._db.call(tx)
+        if began is not None:
+            _based(began.task, base)
+        return moved, began
+
+    def _end_job(
+        self,
+        run_id: int,
+        *,
+        outcome: str,
+        exit_code: int | None = None,
+        error: str = "",
+        cost_usd: float = 0.0,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        session_id: str = "",
+        then: Move | None = None,
+        result: str | None = None,
+        base: TaskRecord | None = None,
+        now: float | None = None,
+    ) -> Callable[[Any], TaskRecord | None]:
+        """The transaction of :meth:`end_run`, to run alone or with another (at ``now``)."""
+        now = time.time() if now is None else now
         then_deps = _deps(base, then.task_id) if then is not None else None
         fields = {
             "outcome": outcome,
@@ -288,7 +346,7 @@ class Store:
                 runs.journal_end(t, ended, now)
             return _based(moved, base)
 
-        return await self._db.call(tx)
+        return tx
 
     async def runs(self, task_id: str | None = None, *, open_only: bool = False) -> list[RunRecord]:
         return await self._db.call(lambda t: runs.select(t, task_id, open_only), write=False)

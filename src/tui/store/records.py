@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.model.classify import CLASSIFYING
 from tui.model.states import SATISFIED, UNSUCCESSFUL, State
 from tui.model.task import STORED, Task
 
@@ -68,6 +69,14 @@ class TaskRecord:
         return self.state in SATISFIED or (self.state in UNSUCCESSFUL and self.retry_at is None)
 
     @property
+    def phase(self) -> str:
+        """A step within the state worth showing: "classifying" for a PENDING task whose
+        agent a classifier task is still to pick (tui.engine.classifying); else ""."""
+        if self.state == State.PENDING and self.spec_fields("classify_by")[0]:
+            return CLASSIFYING
+        return ""
+
+    @property
     def parsed_result(self) -> Any:
         """The result checked against the task's output_format (stored as JSON), if any."""
         return json.loads(self.result) if self.result else None
@@ -78,6 +87,7 @@ class TaskRecord:
             "id": t.id,
             "name": t.name,
             "state": self.state.value,
+            "phase": self.phase,
             "reason": self.reason,
             "agent": t.agent.type,
             "model": t.agent.model,

@@ -107,6 +107,7 @@ class Database:
         self._queued: list[Job] = []
         self._runner: asyncio.Task[None] | None = None
         self.on_event: Callable[[EventRecord], None] | None = None
+        self.closed = False
 
     @classmethod
     async def connect(cls, path: Path, *, create: bool) -> Database:
@@ -121,6 +122,7 @@ class Database:
         return cls(conn, thread, path)
 
     async def call(self, fn: Callable[[Tx], T], *, write: bool = True) -> T:
+        self._check_open()
         fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._queued.append((fn, write, fut))
         if self._runner is None:
@@ -136,15 +138,25 @@ class Database:
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(connection)`` on the database thread outside the queue (open, close,
         checks): for calls that must not wait behind a batch or join a transaction."""
+        self._check_open()
         conn = self._conn
         return await self._thread.submit(lambda: fn(conn))
 
+    def _check_open(self) -> None:
+        # The thread is gone once closed: a call would wait forever for it.
+        if self.closed:
+            raise StoreError(f"the database {self.path} is closed")
+
     async def close(self) -> None:
+        """Close once; closing again does nothing (an app and its owner may both close)."""
+        if self.closed:
+            return
         if self._runner is not None:
             await asyncio.shield(self._runner)  # calls already queued still run
         try:
             await self.run(lambda c: c.close())
         finally:
+            self.closed = True
             self._thread.stop()
 
     async def _run_queued(self) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.cli_support import BareContext, output, raw_lines, settled
+from tests.agents.cli_support import BareContext, continued, output, raw_lines, settled
 from tests.agents.codex.conftest import codex_task, needs_cli
 from tests.agents.codex.responses_server import ResponsesServer, call, fail, say
 from tests.conftest import wait_state
@@ -192,18 +192,5 @@ async def test_a_thread_the_cli_does_not_know_starts_afresh(
 async def test_continue_resumes_the_thread_with_the_message(
     engine: Engine, store: Store, responses: ResponsesServer, project: Path
 ) -> None:
-    from tui.engine import api
-
     responses.script("zc-cont", [say("first answer"), say("second answer")])
-    t = codex_task("cont", "zc-cont", project)
-    await engine.submit([t])
-    await settled(engine, t.id)
-    await engine.handle(api.Continue(task_id=t.id, text="now the tests"))
-    await wait_state(engine, t.id, State.QUEUED, State.RUNNING, State.COMPLETED)
-    await settled(engine, t.id)
-
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
-    first, second = await store.runs(t.id)
-    assert first.session_id and second.session_id == first.session_id  # `codex exec resume`
-    last = responses.turn_requests()[-1].flat_text()
-    assert "now the tests" in last and "first answer" in last
+    await continued(engine, store, codex_task("cont", "zc-cont", project), responses)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.cli_support import BareContext, output, raw_lines, settled
+from tests.agents.cli_support import BareContext, continued, output, raw_lines, settled
 from tests.agents.gemini.conftest import gemini_task, needs_cli
 from tests.agents.gemini.gemini_server import GeminiServer, call, fail, say
 from tests.conftest import wait_state
@@ -212,18 +212,34 @@ async def test_a_session_the_cli_does_not_know_starts_afresh(
 async def test_continue_resumes_the_session_with_the_message(
     engine: Engine, store: Store, gemini: GeminiServer, project: Path
 ) -> None:
-    from tui.engine import api
-
     gemini.script("zg-cont", [say("first answer"), say("second answer")])
-    t = gemini_task("cont", "zg-cont", project)
+    await continued(engine, store, gemini_task("cont", "zg-cont", project), gemini)
+
+
+async def test_max_turns_stops_the_cli_through_its_own_settings(
+    engine: Engine, store: Store, gemini: GeminiServer, project: Path, home: Path
+) -> None:
+    """`agent.max_turns` reaches gemini as model.maxSessionTurns in the run's own copy of
+    settings.json: the real CLI stops at the limit and the attempt fails with its reason;
+    the user's settings.json is left as it was."""
+    user_settings = (home / ".gemini" / "settings.json").read_text()
+    looks = [call("list_directory", {"dir_path": str(project)}) for _ in range(4)]
+    gemini.script("zg-turns", [*looks, say("Looked enough.")])
+    t = gemini_task("turns", "zg-turns: look around", project, agent={"max_turns": 2})
     await engine.submit([t])
     await settled(engine, t.id)
-    await engine.handle(api.Continue(task_id=t.id, text="now the tests"))
-    await wait_state(engine, t.id, State.QUEUED, State.RUNNING, State.COMPLETED)
-    await settled(engine, t.id)
 
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
-    first, second = await store.runs(t.id)
-    assert first.session_id and second.session_id == first.session_id  # `--resume`
-    last = gemini.turn_requests()[-1].flat_text()
-    assert "now the tests" in last and "first answer" in last
+    rec = await engine.get(t.id)
+    assert rec is not None and rec.state == State.FAILED
+    assert "Reached max session turns" in rec.reason
+    assert len(gemini.turn_requests("zg-turns")) == 2  # the third turn was never asked for
+    assert (home / ".gemini" / "settings.json").read_text() == user_settings
+
+    # The same conversation under a higher limit runs to its end.
+    gemini.script("zg-turns-ok", [*looks, say("Looked enough.")])
+    ok = gemini_task("turns-ok", "zg-turns-ok: look around", project, agent={"max_turns": 10})
+    await engine.submit([ok])
+    await settled(engine, ok.id)
+    done = await engine.get(ok.id)
+    assert done is not None and done.state == State.COMPLETED, done and done.reason
+    assert "Looked enough." in await output(store, ok.id)

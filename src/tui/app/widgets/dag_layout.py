@@ -14,7 +14,7 @@ Coordinates are in terminal cells; layers go top to bottom (dependencies above).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -24,6 +24,7 @@ from rich.cells import cell_len
 BOX_HEIGHT = 3
 MIN_BOX_WIDTH = 9
 MAX_BOX_WIDTH = 25
+GROUP_MAX_BOX_WIDTH = 41  # a folded parent says "name (5 children: 3 done)"
 BOX_GAP = 2  # columns between two boxes (or a box and an edge passing through the layer)
 DUMMY_GAP = 1  # columns between two edges passing through a layer
 MARGIN = 1  # blank columns left of the leftmost item
@@ -52,9 +53,10 @@ EDGE_GLYPHS: dict[int, str] = {
 CROSSING = 16  # a vertical passing over another source's horizontal: drawn as "│"
 
 
-def box_width(name: str) -> int:
+def box_width(name: str, group: bool = False) -> int:
     """Cells of a box for ``name``: ``│ ✓ name │`` (symbols may be double width)."""
-    width = max(MIN_BOX_WIDTH, min(MAX_BOX_WIDTH, cell_len(name) + 7))
+    cap = GROUP_MAX_BOX_WIDTH if group else MAX_BOX_WIDTH
+    width = max(MIN_BOX_WIDTH, min(cap, cell_len(name) + 7))
     return width | 1  # odd, so the ports sit exactly in the middle
 
 
@@ -245,8 +247,10 @@ def layout(
     node_ids: Sequence[str],
     edges: Iterable[tuple[str, str]],
     names: dict[str, str],
+    groups: Collection[str] = (),
 ) -> DagLayout:
-    """Lay out ``node_ids`` with ``edges`` as (dependency, dependent) pairs."""
+    """Lay out ``node_ids`` with ``edges`` as (dependency, dependent) pairs; the boxes of
+    ``groups`` (folded parents) may be wider."""
     result = DagLayout()
     if not node_ids:
         return result
@@ -282,7 +286,7 @@ def layout(
         up[v].append(prev)
 
     order = _order_layers(ranks, up, down)
-    widths = {v: 1 if v in dummy else box_width(names.get(v, v)) for v in up}
+    widths = {v: 1 if v in dummy else box_width(names.get(v, v), v in groups) for v in up}
     xs = _place(order, widths, dummy, up, down)
 
     # Vertical positions and routing, gap by gap.

@@ -51,6 +51,7 @@ class DagNode(NamedTuple):
     name: str
     state: State
     depends_on: tuple[str, ...]
+    group: bool = False  # a folded parent standing for its subtasks: its box may be wider
 
 
 class DagView(ScrollView, can_focus=True):
@@ -114,12 +115,14 @@ class DagView(ScrollView, can_focus=True):
         ids = list(self._graph_nodes)
         edges = [(dep, n.id) for n in self._graph_nodes.values() for dep in n.depends_on]
         key = (
-            frozenset((i, box_width(self._graph_nodes[i].name)) for i in ids),
+            frozenset((i, box_width(n.name, n.group)) for i, n in self._graph_nodes.items()),
             frozenset(e for e in edges if e[0] in self._graph_nodes),
         )
         if key != self._layout_key:
             self._layout_key = key
-            self._layout = layout(ids, edges, {i: n.name for i, n in self._graph_nodes.items()})
+            names = {i: n.name for i, n in self._graph_nodes.items()}
+            groups = {i for i, n in self._graph_nodes.items() if n.group}
+            self._layout = layout(ids, edges, names, groups)
             self.layout_count += 1
             self._row_layer = {
                 box.y + k: box.layer

@@ -31,11 +31,12 @@ from textual.strip import Strip
 from tui.app.projects import project_of
 from tui.app.state_style import STATE_STYLES, STATE_WORDS, style_for
 from tui.app.widgets.task_columns import COLUMNS, PAD, SYMBOL_WIDTH, fit_columns, fit_text
+from tui.app.widgets.task_tree import TaskTree
 from tui.app.widgets.virtual_size import set_virtual_size
 from tui.model.output_format import KEPT
 from tui.model.states import ENDED, SATISFIED, State
 from tui.model.task import Priority, priority_rank
-from tui.model.tree import short_name, tree_order
+from tui.model.tree import short_name
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
@@ -184,9 +185,7 @@ class TaskList(ScrollView, can_focus=True):
         Binding("G,end", "scroll_bottom", show=False),
         Binding("pagedown", "page_down", show=False),
         Binding("pageup", "page_up", show=False),
-        Binding("right", "scroll_right", show=False),
-        Binding("left", "scroll_left", show=False),
-    ]
+    ]  # left / right / space fold subtasks: app commands (actions.py), so they can be remapped
 
     class RowHighlighted(Message):
         """The cursor moved to another task (or the list under it changed)."""
@@ -211,7 +210,9 @@ class TaskList(ScrollView, can_focus=True):
         self.approve_key = "p"  # named in "waiting for approval — p" (the app sets a remap)
         self._shown: list[str] = []
         self._index: dict[str, int] = {}
+        self.task_tree = TaskTree()  # parents and children; which parents are folded
         self._depth: dict[str, int] = {}  # subtasks' depth under their parent (0: left out)
+        self._matched: set[str] = set()  # tasks the filter lets through (not their parents)
         self._cursor = 0
         self._highlighted: str | None = None  # the id last announced by RowHighlighted
         self._widths = {c: len(c) for c in COLUMNS}
@@ -235,6 +236,7 @@ class TaskList(ScrollView, can_focus=True):
 
     def set_records(self, records: Iterable[TaskRecord]) -> None:
         self.records = {r.id: r for r in records}
+        self.task_tree.add(self.records.values())
         self.projects = Counter(project_of(r) for r in self.records.values())
         self.rebuild()
 
@@ -252,7 +254,8 @@ class TaskList(ScrollView, can_focus=True):
             if old is None:
                 self.projects[project_of(r)] += 1
             self.records[r.id] = r
-            if self.filter.matches(r) != (r.id in self._index) or (
+            self.task_tree.add((r,))  # its parent's progress changes with it
+            if self.filter.matches(r) != (r.id in self._matched) or (
                 self.sort_key != "submitted" and moved
             ):
                 needs_rebuild = True
@@ -263,22 +266,25 @@ class TaskList(ScrollView, can_focus=True):
             self._refresh_changed()
 
     def rebuild(self) -> None:
-        """Filter and sort again, keeping the selected task under the cursor when it stays."""
+        """Filter and sort again, keeping the selected task under the cursor when it stays
+        (or its nearest shown parent, when a fold hid it)."""
         selected = self.selected_id
-        rows: Iterable[TaskRecord] = self.records.values()
+        rows = list(self.records.values())
         if self.filter:
             rows = [r for r in rows if self.filter.matches(r)]
-        ordered = sorted(rows, key=SORTS[self.sort_key])
-        # In submission order, subtasks sit under their parent, indented.
-        self._depth = {}
-        if self.sort_key == "submitted":
-            tree = tree_order(ordered, lambda r: r.id, lambda r: r.task.parent_task_id)
-            ordered = [r for r, _ in tree]
-            self._depth = {r.id: d for r, d in tree if d}
-        self._shown = [r.id for r in ordered]
+        self._matched = {r.id for r in rows}
+        if self.filter:  # a child found keeps its parents around it
+            rows = self.task_tree.with_ancestors(rows, self.records)
+        # Whatever the sort, subtasks sit under their parent, indented, sorted among siblings.
+        tree = self.task_tree.rows(sorted(rows, key=SORTS[self.sort_key]))
+        self._depth = {r.id: d for r, d in tree if d}
+        self._shown = [r.id for r, _ in tree]
         self._index = {tid: i for i, tid in enumerate(self._shown)}
-        names = max((_width(self._shown_name(r)) for r in ordered), default=0)
+        names = max((_width(self._shown_name(r)) for r, _ in tree), default=0)
         self._widths["name"] = max(len("name"), names)
+        if selected is not None and selected not in self._index:
+            shown = (a for a in self.task_tree.ancestors(selected) if a in self._index)
+            selected = next(shown, None)
         self._cursor = self._index.get(selected or "", 0)
         self._update_title()
         self._sync_size()
@@ -290,7 +296,7 @@ class TaskList(ScrollView, can_focus=True):
     def _update_title(self) -> None:
         """ "Tasks 3/8 · state:failed · by name": what is shown of how many, and why."""
         total = len(self.records)
-        parts = [f"Tasks {len(self._shown)}/{total}" if self.filter else f"Tasks {total}"]
+        parts = [f"Tasks {len(self._matched)}/{total}" if self.filter else f"Tasks {total}"]
         if self.filter:
             parts.append(self.filter.query)
         if self.sort_key != "submitted":
@@ -350,6 +356,43 @@ class TaskList(ScrollView, can_focus=True):
 
     def action_page_up(self) -> None:
         self.move_cursor(self._cursor - self._page())
+
+    # -- folding subtasks -------------------------------------------------------------------
+
+    def fold(self, task_id: str, folded: bool) -> bool:
+        """Fold (or unfold) ``task_id``'s children away; False when it has none."""
+        if not self.task_tree.has_kids(task_id):
+            return False
+        self.task_tree.touched.add(task_id)
+        if folded != (task_id in self.task_tree.collapsed):
+            self.task_tree.collapsed.symmetric_difference_update({task_id})
+            self.rebuild()
+        return True
+
+    def fold_all(self, folded: bool) -> None:
+        self.task_tree.touched = set(self.task_tree.kids)
+        self.task_tree.collapsed = set(self.task_tree.kids) if folded else set()
+        self.rebuild()
+
+    def collapse_or_parent(self) -> None:
+        """``left``: fold the selected parent; on a child (or a folded parent), its parent."""
+        task_id = self.selected_id
+        if task_id is None:
+            return
+        if task_id in self.task_tree.collapsed or not self.fold(task_id, True):
+            self.select_id(self.task_tree.parent.get(task_id, ""))
+
+    def expand_or_child(self) -> None:
+        """``right``: unfold the selected parent; unfolded already, its first child."""
+        task_id = self.selected_id
+        if task_id is None or not self.task_tree.has_kids(task_id):
+            return
+        if task_id in self.task_tree.collapsed:
+            self.fold(task_id, False)
+        elif self._cursor + 1 < len(self._shown):
+            below = self._shown[self._cursor + 1]
+            if self.task_tree.parent.get(below) == task_id:
+                self.move_cursor(self._cursor + 1)
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)  # inside the border
@@ -493,11 +536,17 @@ class TaskList(ScrollView, can_focus=True):
         return Strip(segments)
 
     def _shown_name(self, r: TaskRecord) -> str:
+        """Indented by depth, by its name under its parent; a parent with ▾ (▸ folded) and
+        how many of its children are done ("▾ research 1/2")."""
         depth = self._depth.get(r.id, 0)
-        if not depth:
-            return r.name
-        parent = self.records.get(r.task.parent_task_id)
-        return "  " * depth + short_name(r.name, parent.name if parent else "")
+        name = r.name
+        if depth:
+            parent = self.records.get(self.task_tree.parent.get(r.id, ""))
+            name = short_name(name, parent.name if parent else "")
+        if not self.task_tree.has_kids(r.id):
+            return "  " * depth + name
+        mark = "▸" if r.id in self.task_tree.collapsed else "▾"
+        return f"{'  ' * depth}{mark} {name} {self.task_tree.progress(r.id)}"
 
     def _cells(self, r: TaskRecord, now: float) -> Cells:
         """The text of each column in the row of ``r``."""
@@ -517,7 +566,7 @@ class TaskList(ScrollView, can_focus=True):
             elif not r.approved:
                 note = f"waiting for approval — {self.approve_key}"
         return (
-            f"{st.symbol} {st.label}",
+            f"{st.symbol} {r.phase or st.label}",  # "classifying": PENDING on its classifier
             self._shown_name(r),
             project_of(r) if len(self.projects) > 1 else "",  # a column only with several
             agent,

@@ -1,0 +1,65 @@
+"""A run's end hands its slot to the next queued task in the same store transaction."""
+
+import asyncio
+import itertools
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import shell_task
+from tui.engine.scheduler import Engine
+from tui.model.states import State
+from tui.store.db import Store
+
+
+async def test_the_next_run_starts_in_the_transaction_that_ends_the_last(store: Store) -> None:
+    tasks = [
+        shell_task(f"t{i}", "true", priority=p) for i, p in enumerate(["high", "normal", "low"])
+    ]
+    async with Engine(store, concurrency=1) as engine:
+        await engine.submit(tasks)
+        await engine.wait_settled(t.id for t in tasks)
+    runs = [(await store.runs(t.id))[0] for t in tasks]
+    assert [r.outcome for r in runs] == ["COMPLETED"] * 3
+    # One transaction, one instant: each run starts exactly as the one before it ends.
+    for before, after in itertools.pairwise(runs):
+        assert after.started_at == before.ended_at
+    running = 0
+    for _, _frm, to, _, _ in await store.transitions():
+        running += (to == State.RUNNING) - (_frm == State.RUNNING)
+        assert running <= 1
+
+
+async def test_a_handover_as_the_engine_stops_starts_no_process(
+    store: Store, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    first = shell_task("first", "true", priority="high")
+    second = shell_task("second", f"touch {marker}")
+    engine = Engine(store, concurrency=1)
+    real = store.end_run_then_start
+    stopping: list[asyncio.Task[None]] = []
+
+    async def stop_meanwhile(*args: Any, **kw: Any) -> Any:
+        # The engine begins to stop while the handover's transaction is under way.
+        if not stopping:
+            stopping.append(asyncio.create_task(engine.stop()))
+        return await real(*args, **kw)
+
+    store.end_run_then_start = stop_meanwhile  # type: ignore[method-assign]
+    await engine.start()
+    await engine.submit([first, second])
+    await engine.wait_settled([first.id])
+    assert stopping, "the first run's end did not start the second"
+    await stopping[0]
+    store.end_run_then_start = real  # type: ignore[method-assign]
+
+    assert not marker.exists()
+    rec = await store.get_task(second.id)
+    assert rec is not None and rec.state == State.QUEUED and rec.reason == "interrupted"
+    assert [r.outcome for r in await store.runs(second.id)] == ["interrupted"]
+    assert not [r for r in await store.runs() if r.ended_at is None]
+    async with Engine(store, concurrency=1) as engine:  # the next engine carries it on
+        await engine.wait_settled([second.id])
+        rec = await engine.get(second.id)
+    assert rec is not None and rec.state == State.COMPLETED and rec.attempt_in_round == 1
+    assert marker.exists()
