@@ -1,10 +1,10 @@
 """A real two-node Ray cluster on this machine, for the Ray executor's tests.
 
 ``ray start --head`` and a second ``ray start --address`` (each node with its own custom
-resource, so a task can be placed on one of them), in a short-lived temp dir of their own. Each
-``ray start`` runs in a process group of its own: teardown ends those groups and the workers
-that carry the cluster's session dir, and nothing else (``ray stop`` would end every Ray on
-the machine, a developer's own cluster too).
+resource and node labels, so a task can be placed on one of them), in a short-lived temp dir
+of their own. Each ``ray start`` runs in a process group of its own: teardown ends those groups
+and the workers that carry the cluster's session dir, and nothing else (``ray stop`` would end
+every Ray on the machine, a developer's own cluster too).
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ class RayCluster:
             f"--ray-client-server-port={self.client_port}",
             f"--temp-dir={self.temp}",
             '--resources={"head_box": 2, "shared": 1}',
+            "--labels=zone=us",
             *COMMON,
         )
 
@@ -102,6 +103,7 @@ class RayCluster:
         self.worker = self._start(
             f"--address={self.address}",
             '--resources={"worker_box": 2, "shared": 1}',
+            "--labels=zone=eu,box=gpu",  # a task's `resources: {labels:}` selects this node
             *COMMON,
         )
         self._find_nodes()

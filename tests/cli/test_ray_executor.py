@@ -107,6 +107,52 @@ def test_dag_placed_by_resource_on_the_right_node(rtui: Tui, cluster: RayCluster
     assert order == ["on-head", "on-worker", "back-on-head"]
 
 
+def test_labels_place_a_task_on_the_node_started_with_them(rtui: Tui, cluster: RayCluster) -> None:
+    tasks = [
+        shell_task("in-eu", "echo node=$TUI_NODE_ID", resources={"labels": {"zone": "eu"}}),
+        shell_task("in-us", "echo node=$TUI_NODE_ID", resources={"labels": {"zone": "us"}}),
+        shell_task(
+            "eu-gpu",
+            "echo node=$TUI_NODE_ID",
+            resources={"num_cpus": 1, "labels": {"zone": "eu", "box": "gpu"}},
+        ),
+    ]
+    res = rtui(
+        "run", str(write_tasks(rtui.dir / "labels.yaml", tasks)), "--executor", "ray", timeout=RUN
+    )
+    assert res.returncode == 0, str(res)
+    runs = _nodes_of_runs(rtui)
+    where = {"in-eu": cluster.worker, "in-us": cluster.head, "eu-gpu": cluster.worker}
+    for name, node in where.items():
+        assert _printed(rtui, name) == [f"node={node.node_id}"]
+        assert runs[name] == [(node.node_id, "COMPLETED")]
+
+
+@pytest.mark.parametrize(
+    ("resources", "said"),
+    [({"labels": {"zone": "mars"}}, "zone=mars"), ({"custom": {"moon_box": 1}}, "moon_box: 1")],
+)
+def test_a_task_no_node_can_take_says_why_waits_and_cancels(
+    rtui: Tui, resources: dict[str, object], said: str
+) -> None:
+    tasks = [shell_task("nowhere", "echo ran", resources=resources)]
+    run = rtui.popen("run", str(write_tasks(rtui.dir / "no.yaml", tasks)), "--executor", "ray")
+    reason = f"[tui] no live Ray node has {said}; waiting for one (`tui cancel` stops this task)"
+
+    def told() -> bool:
+        said = rtui.sql("SELECT text FROM output")  # none yet before the database exists
+        return (reason,) in said
+
+    wait_until(told, "the reason it waits", RUN, run)
+    assert rtui.state_of("nowhere") == "RUNNING"
+    res = rtui("cancel", "nowhere")  # ends the pending actor: no call to it that would wait
+    assert res.returncode == 0, str(res)
+    out, errs = run.communicate(timeout=RUN)
+    assert run.returncode == 1, out + errs
+    assert rtui.state_of("nowhere") == "CANCELLED"
+    assert "ran" not in _printed(rtui, "nowhere")
+
+
 def test_output_and_a_question_from_a_worker(rtui: Tui, cluster: RayCluster) -> None:
     script = (
         'echo "before on $TUI_NODE_ID"; '

@@ -24,7 +24,28 @@ def test_resources_parse_to_ray_options(load_ok):
     }
     # Stored and read back as written.
     dumped = result.tasks[0].to_yaml_dict()["resources"]
-    assert dumped == {"num_cpus": 1.0, "memory": "2GiB", "custom": {"gpu_box": 1.0}}
+    assert dumped == {
+        "num_cpus": 1.0,
+        "memory": "2GiB",
+        "custom": {"gpu_box": 1.0},
+        "labels": {},
+    }
+    assert Task.model_validate(result.tasks[0].to_yaml_dict()).resources == res
+
+
+def test_labels_become_the_label_selector(load_ok):
+    result = load_ok(
+        """
+        name: eu
+        resources: {labels: {zone: eu, example.com/rack: 3}}
+        agent: {instructions: x}
+        """
+    )
+    res = result.tasks[0].resources
+    assert res is not None
+    assert res.ray_options() == {"label_selector": {"zone": "eu", "example.com/rack": "3"}}
+    dumped = result.tasks[0].to_yaml_dict()["resources"]
+    assert dumped["labels"] == {"zone": "eu", "example.com/rack": "3"}
     assert Task.model_validate(result.tasks[0].to_yaml_dict()).resources == res
 
 
@@ -50,6 +71,10 @@ def test_no_resources_is_none(load_ok):
         ("{custom: {gpu_box: many}}", "resources.custom", "gpu_box must be a number", "ray start"),
         ("{custom: [gpu_box]}", "resources.custom", "must be a mapping", "custom: {gpu_box: 1}"),
         ("{gpus: 1}", "resources.gpus", "unknown key 'gpus'", "num_cpus, memory, custom"),
+        ("{labels: [zone]}", "resources.labels", "must be a mapping", "labels: {zone: eu}"),
+        ("{labels: {zone: -eu}}", "resources.labels", "zone must be a label value", "--labels"),
+        ("{labels: {zone: {a: b}}}", "resources.labels", "zone must be a label value", "1-63"),
+        ("{labels: {'a b': eu}}", "resources.labels", "'a b' is not a node label", "prefix/"),
     ],
 )
 def test_bad_resources_name_field_and_fix(one_error, resources, field, message, fix):

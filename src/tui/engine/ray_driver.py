@@ -23,12 +23,14 @@ import asyncio
 import json
 import logging
 import os
+import pickle
 import socket
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 from tui.engine.ray_wire import frame, read_frame
+from tui.store.records import STDERR
 
 WATCH_EVERY = 0.5  # seconds between looks at the head
 WATCH_MISSES = 3  # looks in a row without an answer: the head is gone
@@ -107,6 +109,7 @@ class Driver:
         self.idle: list[Any] = []  # actors without resources, between runs
         self.actors: dict[int, Any] = {}  # run_id -> its actor, while the run lasts
         self.killed: set[int] = set()
+        self.placed: set[int] = set()  # runs whose actor has sent something: it is on a node
         self.tasks: set[asyncio.Task[None]] = set()
 
     async def send(self, *message: Any) -> None:
@@ -144,13 +147,38 @@ class Driver:
         if actor is None:
             actor = self.actor_cls.options(**options).remote(self.kill_grace)
         self.actors[run_id] = actor
+        if why := self.unplaceable(options):
+            # Ray keeps such an actor pending, silently, until a node that fits joins.
+            note = f"[tui] {why}; waiting for one (`tui cancel` stops this task)"
+            self.spawn(self.send("events", run_id, pickle.dumps([("out", STDERR, note)])))
         self.spawn(self.stream(run_id, actor, spec, reusable=not options))
+
+    def unplaceable(self, options: dict[str, Any]) -> str:
+        """Why no live node can take an actor with these custom resources and labels ('' when
+        one can, or when the cluster cannot say)."""
+        want: dict[str, float] = options.get("resources", {})
+        labels: dict[str, str] = options.get("label_selector", {})
+        if not want and not labels:
+            return ""
+        try:
+            nodes = [n for n in self.ray.nodes() if n.get("Alive")]
+        except Exception:  # Ray Client, or the head is going: the run says nothing
+            return ""
+        for n in nodes:
+            have, has = n.get("Resources") or {}, n.get("Labels") or {}
+            if all(have.get(k, 0) >= v for k, v in want.items()) and all(
+                has.get(k) == v for k, v in labels.items()
+            ):
+                return ""
+        asked = [f"{k}: {v:g}" for k, v in want.items()] + [f"{k}={v}" for k, v in labels.items()]
+        return f"no live Ray node has {', '.join(asked)}"
 
     async def stream(self, run_id: int, actor: Any, spec: bytes, reusable: bool) -> None:
         ray = self.ray
         ended = False
         try:
             async for last, batch in self.batches(actor, spec):
+                self.placed.add(run_id)
                 ended = ended or last
                 await self.send("events", run_id, batch)
             await self.send("end", run_id, False, "" if ended else "no result from the worker")
@@ -161,6 +189,7 @@ class Driver:
             await self.send("end", run_id, False, f"Ray: {type(e).__name__}: {e}")
         finally:
             self.actors.pop(run_id, None)
+            self.placed.discard(run_id)
             if ended and reusable and run_id not in self.killed:
                 self.idle.append(actor)
             else:
@@ -191,6 +220,11 @@ class Driver:
         if actor is None:
             return
         self.killed.add(run_id)
+        if run_id not in self.placed:
+            # Not placed yet (no node fits, or it is starting): a call to the actor would wait
+            # until it is. Ending it is enough: a process it started is its reaper's to end.
+            self.ray.kill(actor, no_restart=True)
+            return
         try:
             await actor.kill.remote()
         except Exception:  # the actor is gone: its reaper ends the process group

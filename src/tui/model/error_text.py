@@ -10,7 +10,7 @@ from pydantic_core import ErrorDetails
 from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE
 from tui.model.classify import Classifier
 from tui.model.output_format import OutputFormat
-from tui.model.resources import CUSTOM_FIX, MEMORY_FIX, Resources
+from tui.model.resources import CUSTOM_FIX, LABELS_FIX, MEMORY_FIX, Resources
 from tui.model.suggest import did_you_mean
 from tui.model.task import AgentConfig, RetryConfig, Task
 from tui.model.variables import Variable
@@ -23,6 +23,7 @@ _LIST_FIX = "write a list, e.g. [a, b] or one '- item' per line"
 FIXES: dict[str, str] = {
     "resources.memory": MEMORY_FIX,
     "resources.custom": CUSTOM_FIX,
+    "resources.labels": LABELS_FIX,
     "id": "give the task a unique id, or leave `id` out to get a generated one",
     "name": "add `name: <short title>` to the task",
     "agent": "add an `agent:` mapping with at least `instructions: <what to do>`",

@@ -1,7 +1,8 @@
 """`resources:` of a task: what it needs of the machine that runs it. The local executor runs
 every task on this machine and ignores it; the Ray executor places the task on a node that has
 it free (``num_cpus`` and ``memory`` are Ray's own resources, ``custom`` the names a node was
-started with, e.g. ``ray start --resources '{"gpu_box": 1}'``)."""
+started with, e.g. ``ray start --resources '{"gpu_box": 1}'``) and whose node labels match
+``labels`` (``ray start --labels 'zone=eu,box=gpu'``; Ray's ``label_selector``)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,15 @@ CUSTOM_FIX = (
     "name resources as the nodes were started with them (`ray start --resources`), each a "
     "number >= 0, e.g. `custom: {gpu_box: 1}`; CPUs and memory go in `num_cpus:` and `memory:`"
 )
+LABELS_FIX = (
+    "write the labels the nodes were started with (`ray start --labels 'zone=eu'`) as "
+    "`labels: {zone: eu}`: each key and value 1-63 letters, digits, `-`, `_` or `.`, beginning "
+    "and ending with a letter or digit (a key may have a `prefix/`)"
+)
+# Kubernetes label syntax, which Ray's node labels follow (ray._private.label_utils).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
+_LABEL_VALUE = re.compile(rf"^{_LABEL}$")
+_LABEL_KEY = re.compile(rf"^(?:{_LABEL}(?:\.{_LABEL})*/)?{_LABEL}$")
 
 
 def parse_size(value: Any) -> int:
@@ -66,6 +76,8 @@ class Resources(BaseModel):
     num_cpus: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     memory: int | None = None  # bytes; written as `2GiB`
     custom: dict[str, float] = Field(default_factory=dict)
+    # Node labels the node must have, each with this value (exact match).
+    labels: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -94,6 +106,22 @@ class Resources(BaseModel):
                 raise ValueError(f"resources.custom.{name} must be a number >= 0; got {amount!r}")
         return value
 
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _check_labels(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError(f"resources.labels must be a mapping of label to value; got {value!r}")
+        out: dict[str, str] = {}
+        for key, label in value.items():
+            if not isinstance(key, str) or len(key) > 317 or not _LABEL_KEY.match(key):
+                raise ValueError(f"resources.labels: {key!r} is not a node label name")
+            if isinstance(label, int) and not isinstance(label, bool):
+                label = str(label)  # `rack: 3` in YAML is the label value "3"
+            if not isinstance(label, str) or not _LABEL_VALUE.match(label):
+                raise ValueError(f"resources.labels.{key} must be a label value; got {label!r}")
+            out[key] = label
+        return out
+
     @field_serializer("memory", when_used="json")
     def _dump_memory(self, value: int | None) -> str | None:
         return None if value is None else format_size(value)
@@ -107,4 +135,6 @@ class Resources(BaseModel):
             out["memory"] = self.memory
         if self.custom:
             out["resources"] = dict(self.custom)
+        if self.labels:
+            out["label_selector"] = dict(self.labels)
         return out
