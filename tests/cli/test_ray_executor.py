@@ -6,6 +6,7 @@ test that kills the second node runs last. Skipped, with the reason, where `ray`
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -21,6 +22,15 @@ pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install
 from ray_cluster import RayCluster, start_cluster
 from tests.agents.claude.model_server import ModelServer, text, tool_use
 from tests.agents.cli_support import cli_path, needs_cli
+from tests.app.app_support import screen_text, until
+from tests.conftest import owned_engine
+from tests.conftest import shell_task as a_task
+
+from tui.app.tui_app import TuiApp
+from tui.app.widgets.question_panel import QuestionPanel
+from tui.engine.ray_executor import RayExecutor
+from tui.model.states import State
+from tui.store.db import Store
 
 needs_claude = needs_cli("claude")
 
@@ -175,6 +185,36 @@ def test_output_and_a_question_from_a_worker(rtui: Tui, cluster: RayCluster) -> 
     assert run.returncode == 0, out + errs
     lines = _printed(rtui, "asker")
     assert lines == [f"before on {cluster.worker.node_id}", "answer: PostgreSQL", "5000"]
+
+
+async def test_a_question_from_a_worker_answered_in_the_app(
+    cluster: RayCluster, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app on the engine that runs the task on Ray: the question asked on the worker shows
+    in the app's Questions tab, is answered from the keyboard, and the answer reaches the task
+    there."""
+    monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
+    script = (
+        'echo "before on $TUI_NODE_ID"; '
+        'a=$(tui ask "Which database?" --option SQLite --option PostgreSQL); echo "answer: $a"'
+    )
+    t = a_task("asker", script, resources={"labels": {"zone": "eu"}})
+    executor = RayExecutor(cluster.address, kill_grace=1.0)
+    async with owned_engine(store, executor=executor, kill_grace=1.0) as engine:
+        await engine.submit([t])
+        app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            panel = pilot.app.query_one(QuestionPanel)
+            await until(pilot, lambda: panel.count == 1, "the question", rounds=int(RUN / 0.02))
+            assert "tui — 1 question" in screen_text(pilot.app)
+            await pilot.press("a", "2", "enter")
+            await asyncio.wait_for(engine.wait_settled([t.id]), RUN)
+            await until(pilot, lambda: panel.count == 0, "the question to go away")
+        rec = await engine.get(t.id)
+        assert rec is not None and rec.state == State.COMPLETED
+        lines = [ln.text for ln in await store.read_output(t.id)]
+    assert lines == [f"before on {cluster.worker.node_id}", "answer: PostgreSQL"]
 
 
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
