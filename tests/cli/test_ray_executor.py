@@ -276,7 +276,7 @@ def test_forward_env_reaches_the_worker_and_is_stored_nowhere(
 
 
 @pytest.mark.parametrize("client", [False, True], ids=["gcs", "ray-client"])
-def test_doctor_shows_the_nodes_and_their_free_resources(
+def test_doctor_shows_the_nodes_their_free_resources_and_labels(
     rtui: Tui, cluster: RayCluster, client: bool
 ) -> None:
     config = Path(os.environ["TUI_CONFIG_DIR"]) / "config.toml"
@@ -289,6 +289,8 @@ def test_doctor_shows_the_nodes_and_their_free_resources(
     worker = next(ln for ln in lines if cluster.worker.node_id[:12] in ln)
     assert "(head)" in head and "head_box 2/2" in head and "CPU 2/2" in head
     assert "worker_box 2/2" in worker and "(head)" not in worker
+    # The labels each node was started with, for a task's `resources: {labels:}`.
+    assert head.endswith("; labels zone=us") and worker.endswith("; labels box=gpu, zone=eu")
 
 
 def test_doctor_reports_a_cluster_it_cannot_reach(

@@ -209,7 +209,7 @@ RAY_PROBE_TIMEOUT = 60.0  # seconds to join the cluster and read its nodes
 
 async def check_executor(setup: Setup, report: Report) -> None:
     """[executor]: local needs nothing; ray needs the package and a cluster to reach, whose
-    nodes and free resources are shown (a task's `resources:` must fit one of them)."""
+    nodes, free resources and labels are shown (a task's `resources:` must fit one of them)."""
     import json
     import sys
 
@@ -247,7 +247,9 @@ async def check_executor(setup: Setup, report: Report) -> None:
             if name != "object_store_memory"
         )
         role = " (head)" if node["head"] else ""
-        report.add("ok", "executor", f"node {node['id'][:12]}{role} {node['address']}: {free} free")
+        labels = ", ".join(f"{k}={v}" for k, v in sorted(node.get("labels", {}).items()))
+        line = f"node {node['id'][:12]}{role} {node['address']}: {free} free"
+        report.add("ok", "executor", f"{line}; labels {labels}" if labels else line)
 
 
 def _amount(name: str, value: float) -> str:

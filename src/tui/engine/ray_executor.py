@@ -335,7 +335,8 @@ def _spec(run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> dict[str
 
 def probe(address: str) -> dict[str, Any]:
     """The cluster at ``address`` as `tui doctor` shows it: each live node with its total and
-    free resources. Raises RayUnavailable. Blocking (run it in a process of its own)."""
+    free resources and its labels. Raises RayUnavailable. Blocking (run it in a process of its
+    own)."""
     ray = import_ray()
     check_reachable(address)
     try:
@@ -362,6 +363,10 @@ def _nodes() -> list[dict[str, Any]]:
             "total": {k: v for k, v in n["Resources"].items() if not k.startswith("node:")},
             "free": {
                 k: v for k, v in free.get(n["NodeID"], {}).items() if not k.startswith("node:")
+            },
+            # The labels it was started with (`ray start --labels`), not Ray's own `ray.io/`.
+            "labels": {
+                k: v for k, v in (n.get("Labels") or {}).items() if not k.startswith("ray.io/")
             },
         }
         for n in ray.nodes()
