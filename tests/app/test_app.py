@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.app.app_support import screen_text, until, visible_text
-from tests.conftest import owned_engine, shell_task
+from tests.conftest import shell_task
 from tui.app.prompts import Confirm, TextPrompt
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.log_view import LogView
@@ -20,18 +20,6 @@ from tui.model.states import State
 from tui.store.db import Store
 
 SIZE = (120, 40)
-
-
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
-
-
-@pytest.fixture
-async def engine(store: Store) -> Engine:
-    async with owned_engine(store, kill_grace=1.0) as e:  # `tui ask` in tasks reaches it
-        yield e  # type: ignore[misc]
 
 
 def make_app(engine: Engine) -> TuiApp:

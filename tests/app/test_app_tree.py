@@ -6,33 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from textual.pilot import Pilot
 
 from tests.app import app_support
 from tests.app.app_support import screen_text, visible_text
-from tests.conftest import owned_engine
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.task_list import TaskList
 from tui.engine.scheduler import Engine
 from tui.model.loader import load_task_text
 from tui.model.task import Task
-from tui.store.db import Store
 
 SIZE = (120, 40)
-
-
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
-
-
-@pytest.fixture
-async def engine(store: Store) -> Engine:
-    async with owned_engine(store, kill_grace=1.0) as e:
-        yield e  # type: ignore[misc]
 
 
 async def until(pilot: Pilot, condition: Callable[[], bool], what: str, rounds: int = 1500) -> None:

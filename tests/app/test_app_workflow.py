@@ -6,8 +6,6 @@ import asyncio
 import os
 from pathlib import Path
 
-import pytest
-
 from tests.app.app_support import screen_text, until
 from tests.conftest import owned_engine
 from tui.app.tui_app import TuiApp
@@ -15,12 +13,6 @@ from tui.model.loader import load_task_text
 from tui.store.db import Store
 
 SIZE = (120, 40)
-
-
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
 
 
 async def test_the_selected_tasks_result_shows_as_it_arrives(store: Store, tmp_path: Path) -> None:

@@ -3,26 +3,17 @@ template run from the palette, as `tui open FILE` and `tui task` do."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.app.app_support import screen_text, until
-from tests.conftest import owned_engine
 from tests.worktree.git_support import make_repo, show
 from tui.app.prompts import TextPrompt
 from tui.app.tui_app import TuiApp
 from tui.engine.scheduler import Engine
-from tui.store.db import Store
 
 SIZE = (120, 40)
-
-
-@pytest.fixture
-async def engine(store: Store) -> AsyncIterator[Engine]:
-    async with owned_engine(store, kill_grace=1.0) as e:
-        yield e
 
 
 @pytest.fixture

@@ -16,12 +16,6 @@ from tui.app.widgets.changes_view import ChangesView
 from tui.store.db import Store
 
 
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
-
-
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)])
 async def test_changes_merge_discard_and_copy_path(
     store: Store, tmp_path: Path, size: tuple[int, int]

@@ -5,19 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.app.app_support import screen_text, until
 from tests.conftest import owned_engine, shell_task
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.task_list import TaskList
 from tui.store.db import Store
-
-
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
 
 
 async def test_project_column_filter_and_counts(store: Store, tmp_path: Path) -> None:

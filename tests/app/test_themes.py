@@ -42,13 +42,6 @@ background = "{background}"
 """
 
 
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never read or write the real user's config/state."""
-    monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
-
-
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
