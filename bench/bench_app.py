@@ -147,7 +147,7 @@ def rss_mb() -> tuple[float, float]:
 def frame_recorder(base: type) -> type:
     """``base`` (an App class) that records every frame and renders it to terminal bytes."""
 
-    class Recording(base):  # type: ignore[misc, valid-type]
+    class Recording(base):
         def __init__(self, *a: Any, **kw: Any) -> None:
             super().__init__(*a, **kw)
             self.frames: list[tuple[float, int, int]] = []  # (time, cursor row, bytes)

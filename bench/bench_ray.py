@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from tui.engine.ray_executor import RayExecutor
@@ -112,7 +113,9 @@ async def transport(address: str, batches: int, per_batch: int) -> tuple[float, 
         def __init__(self) -> None:
             self.left = 0
 
-        async def stream(self, n: int, size: int):  # type: ignore[no-untyped-def]
+        async def stream(
+            self, n: int, size: int
+        ) -> AsyncIterator[list[tuple[str, int, list[str]]]]:
             for i in range(n):
                 yield [("out", 1, [f"line {i}"] * size)]
 

@@ -47,7 +47,7 @@ def main() -> int:
         code = tui_main(args)
     finally:
         main_prof.disable()
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
 
     main_stats = pstats.Stats(main_prof, stream=io.StringIO())
     report(f"main thread (event loop), sorted by {ns.sort}", main_stats, ns.sort, ns.top)

@@ -90,6 +90,13 @@ def shell_task(name: str, script: str, **fields: object) -> Task:
     )
 
 
+async def stored(engine: Engine, task_id: str) -> TaskRecord:
+    """The task's record as stored now (it must be stored)."""
+    rec = await engine.get(task_id)
+    assert rec is not None, f"task {task_id} is not stored"
+    return rec
+
+
 async def wait_state(engine: Engine, task_id: str, *states: State) -> None:
     """Wait (on the event stream, not the clock) until the task is in one of ``states``."""
 

@@ -14,10 +14,11 @@ from typing import Any, Self
 
 import pytest
 
+from tests.conftest import stored
 from tui.engine.scheduler import Engine
 from tui.model.task import Task
 from tui.store.db import Store
-from tui.store.records import QuestionRecord, RunRecord
+from tui.store.records import QuestionRecord, RunRecord, TaskRecord
 
 CLI_BIN = Path(__file__).resolve().parents[2] / ".agent-clis" / "node_modules" / ".bin"
 
@@ -35,8 +36,10 @@ def needs_cli(name: str) -> pytest.MarkDecorator:
     )
 
 
-async def settled(engine: Engine, task_id: str) -> None:
+async def settled(engine: Engine, task_id: str) -> TaskRecord:
+    """Wait (bounded) until the task has settled; its record then."""
     await asyncio.wait_for(engine.wait_settled([task_id]), 30)
+    return await stored(engine, task_id)
 
 
 async def continued(engine: Engine, store: Store, task: Task, server: Any) -> None:
@@ -53,7 +56,7 @@ async def continued(engine: Engine, store: Store, task: Task, server: Any) -> No
     await wait_state(engine, task.id, State.QUEUED, State.RUNNING, State.COMPLETED)
     await settled(engine, task.id)
 
-    assert (await engine.get(task.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, task.id)).state == State.COMPLETED
     first, second = await store.runs(task.id)
     assert first.session_id and second.session_id == first.session_id  # the CLI's resume
     last = server.turn_requests()[-1].flat_text()
@@ -86,8 +89,7 @@ class ScriptedServer:
     @property
     def url(self) -> str:
         assert self._httpd is not None, "start() the server first"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._httpd.server_port}"  # where start() binds it
 
     def start(self) -> Self:
         handler = type("Handler", (self._handler,), {"server_owner": self})

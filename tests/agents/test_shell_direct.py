@@ -109,6 +109,8 @@ def test_commands_with_shell_syntax_or_builtins_need_the_shell(script: str) -> N
 
 @needs_bash
 def test_builtin_and_keyword_lists_cover_this_bash() -> None:
+    assert BASH is not None  # needs_bash
+
     def compgen(flag: str) -> set[str]:
         out = subprocess.run([BASH, "-c", f"compgen {flag}"], capture_output=True, text=True)
         return set(out.stdout.split())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual.dom import DOMNode
 from textual.pilot import Pilot
 from textual.widget import Widget
 
@@ -22,6 +23,9 @@ def visible_text(widget: Widget) -> str:
     return "\n".join(widget.render_line(y).text for y in range(widget.size.height))
 
 
-def screen_text(widget: Widget) -> str:
-    """Everything the current screen shows, as text (reads Textual's compositor)."""
-    return "\n".join(strip.text for strip in widget.app.screen._compositor.render_strips())
+def screen_text(node: DOMNode) -> str:
+    """Everything the current screen shows, as text (reads Textual's compositor).
+
+    ``node``: the app itself or any widget in it.
+    """
+    return "\n".join(strip.text for strip in node.app.screen._compositor.render_strips())

@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input, TabbedContent
 
 from tests.app.app_support import screen_text, until, visible_text
-from tests.conftest import shell_task
+from tests.conftest import shell_task, stored
 from tui.app.prompts import Confirm, TextPrompt
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.log_view import LogView
@@ -65,7 +66,9 @@ async def test_answering_a_question_from_the_keyboard(engine: Engine) -> None:
     async with make_app(engine).run_test(size=SIZE) as pilot:
         panel = pilot.app.query_one(QuestionPanel)
         await until(pilot, lambda: panel.count == 1, "the question to appear")
-        assert "Questions (1)" in str(pilot.app.query_one("#tabs").get_tab("questions-tab").label)
+        assert "Questions (1)" in str(
+            pilot.app.query_one("#tabs", TabbedContent).get_tab("questions-tab").label
+        )
         await pilot.press("a", "2", "enter")
         await engine.wait_settled([t.id])
         assert await state_of(engine, t.id) == State.COMPLETED
@@ -95,7 +98,9 @@ async def test_cancel_and_retry_from_the_keyboard(engine: Engine) -> None:
             lambda: pilot.app.query_one(TaskList).records[t.id].attempts == 2,
             "the second attempt",
         )
-        await until(pilot, lambda: pilot.app._list.records[t.id].state == State.RUNNING, "run")
+        await until(
+            pilot, lambda: pilot.app.query_one(TaskList).records[t.id].state == State.RUNNING, "run"
+        )
         await pilot.press("c", "y")
         await engine.wait_settled([t.id])
     rec = await engine.get(t.id)
@@ -127,8 +132,8 @@ async def test_the_open_prompt_keeps_the_keyboard(
     monkeypatch.chdir(tmp_path)
     t = shell_task("long", "echo started; sleep 300")
     await engine.submit([t])
-    async with make_app(engine).run_test(size=SIZE) as pilot:
-        app = pilot.app
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
         log = app.query_one(LogView)
         await until(pilot, lambda: "started" in visible_text(log), "the task to start")
         await pilot.press("o")
@@ -136,8 +141,8 @@ async def test_the_open_prompt_keeps_the_keyboard(
         await pilot.press(*"jo", "tab")  # completes the folder, focus stays in the prompt
         await pilot.press("tab", "c", "s")  # one match: the file; then typed letters
         await pilot.pause()
-        prompt = app.screen.query_one("#prompt")
-        assert prompt.value == "jobs/cleanup.yamlcs"  # type: ignore[attr-defined]
+        prompt = app.screen.query_one("#prompt", Input)
+        assert prompt.value == "jobs/cleanup.yamlcs"
         assert await state_of(engine, t.id) == State.RUNNING  # `c` did not cancel
         await pilot.press("backspace", "backspace", "enter")
         await until(pilot, lambda: len(app._list.records) == 2, "the file's task")
@@ -315,7 +320,7 @@ async def test_run_template_from_the_palette(engine: Engine, config_dir: Path) -
         await until(pilot, lambda: bool(app._list.records), "the task in the list")
         (rec,) = app._list.records.values()
         await engine.wait_settled([rec.id])
-        assert (await engine.get(rec.id)).state == State.COMPLETED  # type: ignore[union-attr]
+        assert (await stored(engine, rec.id)).state == State.COMPLETED
         log = app.query_one(LogView)
         await until(
             pilot, lambda: "Hello, world $(x) 'q'!" in visible_text(log), "the task's output"
@@ -420,8 +425,8 @@ async def test_h_goes_back_to_the_task_list_from_output_and_dag(engine: Engine) 
     a = shell_task("root", "echo hi")
     await engine.submit([a])
     await engine.wait_settled([a.id])
-    async with make_app(engine).run_test(size=SIZE) as pilot:
-        app = pilot.app
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
         task_list = app.query_one(TaskList)
         await pilot.press("l")
         assert app.focused is app.query_one(LogView)
@@ -606,8 +611,8 @@ async def test_the_task_list_fits_without_sideways_scrolling(
 async def test_help_and_quit_stay_in_the_footer_at_80_columns(engine: Engine) -> None:
     t = shell_task("pick", 'tui ask "Which?" --option A --option B')
     await engine.submit([t])
-    async with make_app(engine).run_test(size=(80, 24)) as pilot:
-        app = pilot.app
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: app.query_one(QuestionPanel).count == 1, "the question")
         for keys in (("l",), ("a",)):  # the output pane, then the question card
             await pilot.press(*keys)
@@ -656,8 +661,8 @@ async def test_opening_a_file_of_unfinished_tasks_again_asks_first(
         "tasks:\n  - name: waits\n    agent: {type: shell, instructions: echo up; sleep 300}\n"
     )
     monkeypatch.chdir(tmp_path)
-    async with make_app(engine).run_test(size=SIZE) as pilot:
-        app = pilot.app
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
 
         async def open_file() -> None:
             await pilot.press("o", *"jobs.yaml", "enter")

@@ -135,8 +135,8 @@ async def test_stderr_and_ansi_colours_and_tabs(store: Store) -> None:
         assert "red words after" in lines
         assert not any("\x1b" in ln or "[31m" in ln for ln in lines)
         assert "a       b" in lines  # tab expanded to the next 8-column stop
-        red = [s for s in line_styles(view, "red words") if s.color is not None]
-        assert any(s.color.number == 1 for s in red)  # ANSI red (standard colour 1)
+        red = [s.color for s in line_styles(view, "red words") if s.color is not None]
+        assert any(c.number == 1 for c in red)  # ANSI red (standard colour 1)
         out_colors = {s.color for s in line_styles(view, "plain out")}
         err_colors = {s.color for s in line_styles(view, "bad things")}
         assert err_colors and err_colors.isdisjoint(out_colors)

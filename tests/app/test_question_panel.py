@@ -34,7 +34,9 @@ def question(qid: str, *items: dict[str, Any], created: float = 1.0) -> Question
     return QuestionItem(record(qid, "question", {"questions": list(items)}, created), "build")
 
 
-def approval(qid: str, tool: str = "Bash", detail: str = "pytest -q", created: float = 1.0):
+def approval(
+    qid: str, tool: str = "Bash", detail: str = "pytest -q", created: float = 1.0
+) -> QuestionItem:
     payload = {"tool": tool, "input": {}, "summary": "run tests", "detail": detail}
     return QuestionItem(record(qid, "approval", payload, created, task="t2"), "deploy")
 
@@ -328,7 +330,9 @@ async def test_reconcile_keeps_in_progress_selection() -> None:
 
 
 async def test_focus_moves_to_next_card_after_answer() -> None:
-    app = PanelApp([approval("a1", created=3.0), review("r1", created=2.0), approval("a2", 1.0)])
+    app = PanelApp(
+        [approval("a1", created=3.0), review("r1", created=2.0), approval("a2", created=1.0)]
+    )
     async with app.run_test(size=(80, 40)) as pilot:
         await pilot.pause()
         await pilot.press("y")
@@ -378,7 +382,9 @@ async def test_arrows_inside_an_input_stay_in_the_card() -> None:
         await pilot.pause()
         await pilot.press("n", "down", "j")
         await pilot.pause()
-        box = app.panel.card("a1").query_one(Input)
+        card = app.panel.card("a1")
+        assert card is not None
+        box = card.query_one(Input)
         assert app.focused is box
         assert box.value == "j"
 

@@ -81,10 +81,12 @@ def test_shipped_theme_loads_with_the_colours_the_app_needs(path: Path) -> None:
         assert value, f"{path.name} must set [colors].{key}"
         Color.parse(value)
     # Readable: body text and every state colour stand out from the background.
-    assert contrast(theme.foreground, theme.background) >= 7
+    foreground, background = theme.foreground, theme.background
+    assert foreground is not None and background is not None  # both in APP_COLORS
+    assert contrast(foreground, background) >= 7
     for key in STATE_COLORS:
-        assert contrast(getattr(theme, key), theme.background) >= 4.5, (path.name, key)
-    assert theme.dark == (Color.parse(theme.background).brightness < 0.5)
+        assert contrast(getattr(theme, key), background) >= 4.5, (path.name, key)
+    assert theme.dark == (Color.parse(background).brightness < 0.5)
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import Tui
+
+from tests.cli.cli_support import Tui
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from cli_support import Tui, assert_no_traceback, wait_until
-
+from tests.cli.cli_support import Tui, assert_no_traceback, wait_until
 from tui.model.classify import ClassifyRule
 from tui.model.loader import load_task_text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 
 def _long_task(tui: Tui) -> tuple[dict, str]:

@@ -12,7 +12,15 @@ import traceback
 from pathlib import Path
 
 import pytest
-from cli_support import Result, Tui, assert_no_traceback, shell_task, wait_until, write_tasks
+
+from tests.cli.cli_support import (
+    Result,
+    Tui,
+    assert_no_traceback,
+    shell_task,
+    wait_until,
+    write_tasks,
+)
 
 READS = (("ls",), ("logs", "a"), ("questions",))
 

@@ -3,7 +3,7 @@ flag that forces it), and the ambiguous name reported with the ids to use."""
 
 from __future__ import annotations
 
-from cli_support import Tui, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
 
 
 def test_running_a_file_again_is_refused_then_forced(tui: Tui) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from cli_support import Tui, shell_task, write_tasks
+
+from tests.cli.cli_support import Tui, shell_task, write_tasks
 
 
 @pytest.fixture

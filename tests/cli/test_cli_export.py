@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import Tui, assert_no_traceback, shell_task, write_tasks
+
+from tests.cli.cli_support import Tui, assert_no_traceback, shell_task, write_tasks
 
 
 @pytest.fixture
@@ -167,7 +168,7 @@ def test_a_run_exported_mid_flight_carries_on_in_the_other_database(tui: Tui) ->
     import os
     import signal
 
-    from cli_support import marker_processes, wait_until
+    from tests.cli.cli_support import marker_processes, wait_until
 
     marker = tui.marker()
     script = (

@@ -9,7 +9,7 @@ import os
 import signal
 from pathlib import Path
 
-from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 LEGAL_MID_RUN = {"PENDING", "QUEUED", "RUNNING", "COMPLETED"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cli_support import Tui, assert_no_traceback
+from tests.cli.cli_support import Tui, assert_no_traceback
 
 WRONG_TURNS = """\
 tasks:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-from cli_support import Tui, shell_task, write_tasks
-
+from tests.cli.cli_support import Tui, shell_task, write_tasks
 from tui.model.workflow import RESULT_CHARS, RESULT_TAIL_BYTES
 
 # Prints a JSON object of about SIZE bytes on one line.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import signal
 
-from cli_support import Tui, assert_no_traceback, marker_processes, wait_until
+from tests.cli.cli_support import Tui, assert_no_traceback, marker_processes, wait_until
 
 BAD = """\
 tasks:

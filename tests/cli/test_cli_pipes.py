@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from cli_support import Tui, shell_task, write_tasks
+from tests.cli.cli_support import Tui, shell_task, write_tasks
 
 
 def piped_to_head(tui: Tui, *args: str) -> subprocess.CompletedProcess[bytes]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from cli_support import Tui, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
 
 ASK = 'echo "got $(tui ask "Which database?" --option SQLite --option PostgreSQL)"'
 

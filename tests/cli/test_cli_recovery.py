@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 
-from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 LINES = 200
 HOLD_AT = 40  # the first attempt stops here until killed, so the crash lands mid-output

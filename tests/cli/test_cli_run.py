@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 
-from cli_support import RUN_TIMEOUT, TUI, Tui, shell_task, write_tasks
+from tests.cli.cli_support import RUN_TIMEOUT, TUI, Tui, shell_task, write_tasks
 
 # Fan-out after `fetch`, fan-in at `ship`; `lint` also waits on `gen`.
 DAG = [
@@ -38,9 +38,12 @@ def test_dag_runs_in_dependency_order(tui: Tui) -> None:
     for line, name in zip(lines, DEPS, strict=False):
         assert name in line and "new" in line and "PENDING" in line, line
     for line, (_, name, frm, to, _) in zip(lines[len(DEPS) :], log, strict=True):
+        assert frm is not None, (name, to)  # only the submission has none, printed above
         assert name in line and frm in line and to in line, (line, name, to)
 
-    first = {}  # (name, state) -> id of the first transition into that state
+    first: dict[
+        tuple[str, str], int
+    ] = {}  # (name, state) -> id of the first transition into that state
     for ev_id, name, _frm, to, _ in log:
         first.setdefault((name, to), ev_id)
     for name, deps in DEPS.items():

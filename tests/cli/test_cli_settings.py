@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_support import Tui, shell_task, write_tasks
+
+from tests.cli.cli_support import Tui, shell_task, write_tasks
 
 SHELL_NAME = 'echo "shell=$(cat /proc/$$/comm)"'
 

@@ -8,7 +8,7 @@ import os
 import signal
 from pathlib import Path
 
-from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 
 def transitions_of(tui: Tui, name: str) -> list[tuple[str | None, str]]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 
-from cli_support import Tui, assert_no_traceback
-
+from tests.cli.cli_support import Tui, assert_no_traceback
 from tui.agents.gemini_protocol import with_system_append
 from tui.model.loader import load_task_text
 from tui.model.system_parts import with_system

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli_support import Tui, shell_task, write_tasks
+from tests.cli.cli_support import Tui, shell_task, write_tasks
 
 
 def test_send_and_continue_name_what_a_task_takes(tui: Tui) -> None:

@@ -8,8 +8,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from cli_support import Tui, shell_task, wait_until, write_tasks
+
 from tests.agents.cli_support import cli_path
+from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
 from tests.taskfile.conftest import write_real_constructs
 
 HOSTILE = "$(touch pwned) `touch pwned2` \"dq\" 'sq' ; exit 7 #\nline two {instructions}"

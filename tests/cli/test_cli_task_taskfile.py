@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from cli_support import Tui
+from tests.cli.cli_support import Tui
 from tests.taskfile.conftest import write_real_constructs, write_taskfile
 
 

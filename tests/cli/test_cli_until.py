@@ -7,7 +7,7 @@ import os
 import signal
 from pathlib import Path
 
-from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 
 def test_until_stops_on_its_condition_passing_the_previous_result(tui: Tui, tmp_path: Path) -> None:

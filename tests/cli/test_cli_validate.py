@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_support import Tui, shell_task, write_tasks
+
+from tests.cli.cli_support import Tui, shell_task, write_tasks
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_tasks"
 

@@ -9,7 +9,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from cli_support import Tui, marker_processes, wait_until
+
+from tests.cli.cli_support import Tui, marker_processes, wait_until
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_tasks" / "workflow.yaml"
 

@@ -7,13 +7,13 @@ import os
 import signal
 from pathlib import Path
 
-from cli_support import Tui, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
 from tests.worktree.git_support import git, make_repo, show
 
 
 def wt_task(name: str, script: str, repo: Path, **extra: object) -> dict[str, object]:
     task = shell_task(name, script, worktree=True, **extra)
-    task["agent"]["project_dir"] = str(repo)  # type: ignore[index]
+    task["agent"]["project_dir"] = str(repo)
     return task
 
 

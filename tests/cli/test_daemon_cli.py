@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from cli_support import Tui, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
 
 
 def status(tui: Tui) -> dict:

@@ -9,8 +9,8 @@ import json
 import os
 
 import pytest
-from cli_support import Tui, shell_task, wait_until, write_tasks
 
+from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
 from tui.daemon.protocol import VERSION_ENV, software_version
 
 OLD = "0.0.9-old"

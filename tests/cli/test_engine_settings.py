@@ -8,8 +8,8 @@ import os
 import signal
 from pathlib import Path
 
-from cli_support import Tui, shell_task, wait_until, write_tasks
-from test_cli_concurrency import SCRIPT
+from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
+from tests.cli.test_cli_concurrency import SCRIPT
 
 SHELL_NAME = 'echo "shell=$(cat /proc/$$/comm)"'
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_support import Tui, shell_task, write_tasks
+from tests.cli.cli_support import Tui, shell_task, write_tasks
 
 # Runs `tui ARGS...` in a fresh interpreter, then prints the modules it loaded.
 PROBE = """

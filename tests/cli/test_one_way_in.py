@@ -13,9 +13,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
-from cli_support import Tui, shell_task, wait_until, write_tasks
+
+from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
 
 CLIENT_DEADLINE = 30.0  # a client facing a stopped daemon must give up well before this
 
@@ -29,12 +31,13 @@ def status(tui: Tui) -> dict:
 class Lines:
     """A subprocess's stdout read line by line as it comes (a thread: the pipe blocks)."""
 
-    def __init__(self, stream) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, stream: IO[str] | None) -> None:
+        assert stream is not None, "start the process with stdout=PIPE"
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
 
-    def _read(self, stream) -> None:  # type: ignore[no-untyped-def]
+    def _read(self, stream: IO[str]) -> None:
         for line in stream:
             self._q.put(line.rstrip("\n"))
         self._q.put(None)
@@ -48,11 +51,11 @@ class Lines:
             left = deadline - time.monotonic()
             assert left > 0, f"no line matching {pattern!r} in {self.lines}"
             try:
-                line = self._q.get(timeout=left)
+                got = self._q.get(timeout=left)
             except queue.Empty:
                 continue
-            assert line is not None, f"output ended without {pattern!r}: {self.lines}"
-            self.lines.append(line)
+            assert got is not None, f"output ended without {pattern!r}: {self.lines}"
+            self.lines.append(got)
 
     def rest(self, timeout: float = 60.0) -> list[str]:
         deadline = time.monotonic() + timeout

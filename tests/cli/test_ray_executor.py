@@ -15,17 +15,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
+
+from tests.cli.cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install 'tui[ray]')")
 
-from ray_cluster import RayCluster, start_cluster
 from tests.agents.claude.model_server import ModelServer, text, tool_use
 from tests.agents.cli_support import cli_path, needs_cli
 from tests.app.app_support import screen_text, until
+from tests.cli.ray_cluster import RayCluster, start_cluster
 from tests.conftest import owned_engine
 from tests.conftest import shell_task as a_task
-
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.question_panel import QuestionPanel
 from tui.engine.ray_executor import RayExecutor

@@ -4,10 +4,11 @@ task files (under any name), then every file under the test's directories is sea
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from cli_support import Tui
 
+from tests.cli.cli_support import Tui
 from tui.config.load import ConfigError, load_config
 from tui.model.issues import TaskFileError
 from tui.model.loader import load_task_text
@@ -108,7 +109,10 @@ def test_a_task_stored_before_these_checks_still_reads_back() -> None:
 
     from tui.model.task import STORED, Task
 
-    spec = {"name": "old", "agent": {"type": "shell", "instructions": "x", "env": {"FOO": "v"}}}
+    spec: dict[str, Any] = {
+        "name": "old",
+        "agent": {"type": "shell", "instructions": "x", "env": {"FOO": "v"}},
+    }
     spec["retry"] = {"max_attempts": 5000}
     spec["agent"]["env"]["FOO"] = KEYS["slack"]
     with pytest.raises(ValueError):

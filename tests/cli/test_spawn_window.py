@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 
-from cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
 
 ROUNDS = int(os.environ.get("TUI_CHAOS_ROUNDS", "6"))
 TASKS = 6
@@ -99,9 +99,11 @@ def test_kill_9_while_runs_hand_their_slots_on_leaves_a_state_recovery_carries_o
         )
         tui.popens.append(first)
         mine = f"h{rnd}t%"
-        wait_until(
-            lambda mine=mine: ended_runs(tui, mine) > 0, "a run to end", timeout=60, proc=first
-        )
+
+        def one_ended(mine: str = mine) -> bool:
+            return ended_runs(tui, mine) > 0
+
+        wait_until(one_ended, "a run to end", timeout=60, proc=first)
         time.sleep(rng.uniform(0, 0.1))  # the instant of the crash, among the handovers
         os.kill(first.pid, signal.SIGKILL)
         first.communicate(timeout=30)

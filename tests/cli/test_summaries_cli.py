@@ -3,7 +3,7 @@ shows each summarised upstream task's summary and its size before and after."""
 
 from __future__ import annotations
 
-from cli_support import Tui, write_tasks
+from tests.cli.cli_support import Tui, write_tasks
 
 
 def test_tui_ls_json_shows_the_summary_and_its_sizes(tui: Tui) -> None:

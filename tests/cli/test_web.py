@@ -18,7 +18,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from cli_support import TUI, marker_processes, wait_until
+
+from tests.cli.cli_support import TUI, marker_processes, wait_until
 
 URL = re.compile(r"http://\S+:(\d+)/\?token=([\w-]+|<[^>]*>)")
 ESCAPES = re.compile(rb"\x1b(\[[0-9;?$]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-B]|.)")

@@ -252,8 +252,7 @@ async def test_a_command_agent_runs_its_cli_with_each_value_one_argument(
     hostile = 'it\'s $(touch pwned) `id` "q"'
     task = await build_task(load_config(dirs.project), "zeta", TaskRequest(hostile))
     [task_id] = await engine.submit([task])
-    await settled(engine, task_id)
-    rec = await engine.get(task_id)
+    rec = await settled(engine, task_id)
     assert rec.state == State.COMPLETED, rec.reason
     lines = await output(store, task_id)
     assert lines[:4] == [

@@ -25,9 +25,19 @@ from tui.model.task import Task
 HOSTILE = "$(touch pwned) `touch pwned2` \"dq\" 'sq' \\ ; rm -rf / #\nsecond line {file} {{x}}"
 
 
-async def make(dirs: Dirs, toml: str, name: str = "t", **request: str) -> Task:
+async def make(
+    dirs: Dirs,
+    toml: str,
+    name: str = "t",
+    *,
+    instructions: str = "",
+    role: str = "",
+    agent: str = "",
+    model: str = "",
+) -> Task:
     dirs.write_local(toml)
-    return await build_task(load_config(dirs.project), name, TaskRequest(**request))
+    request = TaskRequest(instructions=instructions, role=role, agent=agent, model=model)
+    return await build_task(load_config(dirs.project), name, request)
 
 
 async def prompt_of(dirs: Dirs, toml: str, **request: str) -> str:

@@ -8,6 +8,7 @@ import pytest
 
 from tests.config.conftest import Dirs
 from tui.config.load import ConfigError, load_config
+from tui.config.template_types import TemplateSource
 from tui.config.templates import (
     PROMPT_ENV,
     ConfigTemplates,
@@ -216,7 +217,7 @@ async def test_task_system_templates_load_as_the_task_system_reads_them(dirs: Di
     assert "input notes from=..." in warnings
     assert all(str(w).startswith(str(path)) for w in config.warnings)
 
-    sources = [ConfigTemplates(config)]
+    sources: list[TemplateSource] = [ConfigTemplates(config)]
     source, template = find(sources, "rank-files")  # the kebab-case form finds it too
     assert template.name == "rank_files"
     task = await source.make_task(template.name, TaskRequest(vars={"query": "auth"}))

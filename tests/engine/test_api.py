@@ -2,9 +2,10 @@
 typed values (never text to split)."""
 
 import json
+from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from tui.engine import api
 from tui.engine.handlers import HANDLERS
@@ -24,7 +25,7 @@ def test_every_message_has_one_handler_and_is_on_the_wire() -> None:
         }
 
 
-def _minimal(cls: type) -> dict:
+def _minimal(cls: type[BaseModel]) -> dict[str, Any]:
     samples = {
         "task_id": "t",
         "question_id": "q",

@@ -4,13 +4,16 @@ duplicate once it reads again (it catches up from the store)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from tests.conftest import shell_task
 from tui.engine import scheduler
-from tui.engine.events import Cursor, OutputBatch
+from tui.engine.events import Cursor, Event, OutputBatch
 from tui.engine.scheduler import Engine
+from tui.engine.stream import _Subscriber
 from tui.model.states import State
 from tui.store.db import Store
+from tui.store.records import EventRecord
 
 LINES = 200_000
 
@@ -21,10 +24,11 @@ async def test_a_stalled_viewer_is_bounded_then_catches_up(store: Store) -> None
         stream = engine.events(Cursor())
         await engine.submit([t])
         first = await anext(stream)  # the viewer is subscribed, then stops reading
+        assert isinstance(first, EventRecord)  # the submission, before any output
         [sub] = engine.stream._subscribers
         peak = 0
 
-        def watch(item: object) -> None:
+        def watch(item: Event) -> None:
             nonlocal peak
             peak = max(peak, sub.backlog)
 
@@ -35,7 +39,7 @@ async def test_a_stalled_viewer_is_bounded_then_catches_up(store: Store) -> None
 
         ids: list[int] = []
         seqs: list[int] = []
-        events = [first]
+        events: list[EventRecord] = [first]
         done = False
         async with asyncio.timeout(60):
             # Journal events and output lines each come in their own order (two cursors).
@@ -54,11 +58,12 @@ async def test_a_stalled_viewer_is_bounded_then_catches_up(store: Store) -> None
     assert event_ids == sorted(set(event_ids))
 
 
-class _Probe:
+class _Probe(_Subscriber):
     """A subscriber that only watches the others' backlog as items are published."""
 
-    def __init__(self, on_item: object) -> None:
+    def __init__(self, on_item: Callable[[Event], None]) -> None:
+        super().__init__()
         self._on_item = on_item
 
-    def offer(self, item: object) -> None:
-        self._on_item(item)  # type: ignore[operator]
+    def offer(self, item: Event) -> None:
+        self._on_item(item)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import owned_engine, shell_task, wait_state
+from tests.conftest import owned_engine, shell_task, stored, wait_state
 from tui.engine.events import Cursor, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
 from tui.model.states import State
@@ -34,7 +34,7 @@ async def test_ask_round_trip(store: Store) -> None:
         t = shell_task("pick", f'choice=$({ASK}); echo "using $choice"')
         await engine.submit([t])
         q = await asyncio.wait_for(next_question(engine, t.id), 30)
-        assert (await engine.get(t.id)).state == State.READY  # type: ignore[union-attr]
+        assert (await stored(engine, t.id)).state == State.READY
         item = q.payload["questions"][0]
         assert item["question"] == "Which database?"
         assert [o["label"] for o in item["options"]] == ["SQLite", "PostgreSQL"]
@@ -113,7 +113,7 @@ async def test_time_waiting_for_a_person_does_not_count_toward_the_timeout(
         await engine.submit([t])
         q = await asyncio.wait_for(next_question(engine, t.id), 30)
         await asyncio.sleep(3.5)  # a person taking longer than the task's whole timeout
-        assert (await engine.get(t.id)).state == State.READY  # type: ignore[union-attr]
+        assert (await stored(engine, t.id)).state == State.READY
         await engine.answer(q.id, {"answers": {"Which database?": "SQLite"}})
         await engine.wait_settled([t.id])
         rec = await engine.get(t.id)

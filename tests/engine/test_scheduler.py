@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tests.conftest import shell_task, wait_state
+from tests.conftest import shell_task, stored, wait_state
 from tests.engine.fake_agent import GatedAdapter
 from tui.engine import api
 from tui.engine.clock import FakeClock
@@ -83,7 +83,7 @@ async def test_dependents_wait_and_run_in_order(store: Store) -> None:
         assert {await next_started(agent), await next_started(agent)} == {"left", "right"}
         agent.finish("left")
         await wait_state(engine, left.id, State.COMPLETED)
-        assert (await engine.get(join.id)).state == State.PENDING  # type: ignore[union-attr]
+        assert (await stored(engine, join.id)).state == State.PENDING
         agent.finish("right")
         assert await next_started(agent) == "join"
         agent.finish("join")
@@ -124,7 +124,7 @@ async def test_retry_waits_the_backoff_on_the_clock(store: Store) -> None:
         assert 8 <= expected <= 12  # 10s ± 20%
         clock.advance(expected - 0.5)
         await asyncio.sleep(0)
-        assert (await engine.get(t.id)).state == State.FAILED  # type: ignore[union-attr]
+        assert (await stored(engine, t.id)).state == State.FAILED
         clock.advance(1)
         assert await next_started(agent) == "flaky"
         agent.finish("flaky", State.FAILED)
@@ -181,7 +181,7 @@ async def test_manual_approval_keeps_tasks_pending(store: Store) -> None:
     async with Engine(store, adapters={"claude": agent}, auto_approve=False) as engine:
         t = fake_task("needs-ok")
         await engine.submit([t])
-        assert (await engine.get(t.id)).state == State.PENDING  # type: ignore[union-attr]
+        assert (await stored(engine, t.id)).state == State.PENDING
         assert agent.started.empty()
         await engine.approve(t.id)
         await next_started(agent)
@@ -197,10 +197,11 @@ async def test_a_submission_can_ask_for_manual_approval_of_its_own_tasks(store: 
         submit = api.parse_request(
             {"op": "submit", "tasks": [gated.model_dump(mode="json")], "approved": False}
         )
-        assert (await engine.handle(submit)).ids == [gated.id]
+        reply = await engine.handle(submit)
+        assert isinstance(reply, api.Submitted) and reply.ids == [gated.id]
         await engine.submit([free])
         assert await next_started(agent) == "free"
-        assert (await engine.get(gated.id)).state == State.PENDING  # type: ignore[union-attr]
+        assert (await stored(engine, gated.id)).state == State.PENDING
         agent.finish("free")
         await engine.approve(gated.id)
         assert await next_started(agent) == "gated"
@@ -261,7 +262,7 @@ async def test_shell_exit_codes_map_to_states(store: Store) -> None:
         ok, bad = shell_task("ok", "exit 0"), shell_task("bad", "exit 3")
         await engine.submit([ok, bad])
         await engine.wait_settled([ok.id, bad.id])
-        assert (await engine.get(ok.id)).state == State.COMPLETED  # type: ignore[union-attr]
+        assert (await stored(engine, ok.id)).state == State.COMPLETED
         rec = await engine.get(bad.id)
     assert rec is not None and rec.state == State.FAILED and "exit code 3" in rec.reason
     runs = await store.runs(bad.id)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import stored
 from tests.engine.workflow_support import load, run_all, task_record
 from tui.engine.scheduler import Engine
 from tui.engine.workflow import WorkflowError, context_block, prepare
@@ -294,7 +295,7 @@ async def test_a_skipped_task_can_be_retried_by_hand(store: Store) -> None:
     async with Engine(store) as e:
         await e.submit(tasks)
         await e.wait_settled([tasks[0].id])
-        assert (await e.get(tasks[0].id)).state == State.SKIPPED  # type: ignore[union-attr]
+        assert (await stored(e, tasks[0].id)).state == State.SKIPPED
         await e.retry(tasks[0].id)
         await e.wait_settled([tasks[0].id])
         rec = await e.get(tasks[0].id)

@@ -256,7 +256,7 @@ def config_texts(draw: st.DrawFn) -> str:
         section = draw(st.sampled_from(["agents", "roles", "contexts", "tasks", "bogus"]))
         name = draw(st.one_of(NAMES, TEXT))
         lines.append(f"[{section}.{json.dumps(name)}]")
-        body = {
+        bodies: dict[str, dict[str, st.SearchStrategy[Any]]] = {
             "agents": {
                 "type": st.sampled_from(["shell", "claude", "x"]),
                 "script": TEXT,
@@ -273,8 +273,8 @@ def config_texts(draw: st.DrawFn) -> str:
                 "priority": TEXT,
             },
             "bogus": {"x": SCALARS},
-        }[section]
-        for key, strategy in body.items():
+        }
+        for key, strategy in bodies[section].items():
             if draw(st.booleans()):
                 lines.append(f"{key} = {_toml_value(draw(strategy))}")
     return "\n".join(lines) + "\n"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from mcp import Client, StdioServerParameters
-from tests.conftest import owned_engine, question, shell_task, wait_state
+from tests.conftest import owned_engine, question, shell_task, stored, wait_state
 from tests.taskfile.conftest import write_real_constructs, write_taskfile
 from tests.worktree.git_support import make_repo, show
 from tui.agents.mcp_launch import TOOLS
@@ -225,7 +225,7 @@ async def test_ask_user_waits_for_the_answer_given_in_tui(
         item = q.payload["questions"][0]
         assert item["question"] == "Which database?"
         assert [o["label"] for o in item["options"]] == ["SQLite", "PostgreSQL"]
-        assert (await engine.get(task_id)).state == State.READY
+        assert (await stored(engine, task_id)).state == State.READY
         assert not call.done()
         await engine.answer(q.id, {"answers": {"Which database?": "PostgreSQL"}})
         result = await asyncio.wait_for(call, 60)

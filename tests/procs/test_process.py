@@ -9,9 +9,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -354,21 +356,22 @@ async def test_closing_a_pipe_ends_the_read_waiting_on_it() -> None:
         await _communicate(proc)
 
 
-class _HeldPopen(subprocess.Popen):  # type: ignore[type-arg]
+class _HeldPopen(subprocess.Popen[bytes]):
     """A Popen that starts only once ``go`` is set (real process, held start)."""
 
-    go = None  # threading.Event, set per test
-    started = None  # threading.Event: set once the real Popen returned
+    go: threading.Event | None = None  # set per test
+    started: threading.Event | None = None  # set once the real Popen returned
     pids: list[int] = []  # what was started, per test
-    loop = None  # if set, the start asks this loop to let it go (it must be running)
+    # If set, the start asks this loop to let it go (it must be running).
+    loop: asyncio.AbstractEventLoop | None = None
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         assert self.go is not None and self.started is not None
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self.go.set)
         if not self.go.wait(10):
             raise TimeoutError("the start was never let go")
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        super().__init__(*args, **kwargs)
         self.pids.append(self.pid)
         self.started.set()
 
@@ -379,8 +382,6 @@ async def test_the_loop_runs_while_a_child_is_being_started(
     # With vfork the parent waits until the child's exec is through (milliseconds on a busy
     # machine): that wait must not stop the engine's loop. The start here goes through only
     # once the loop has run a callback it asked for: on the loop's thread it never would.
-    import threading
-
     monkeypatch.setattr(_HeldPopen, "go", threading.Event())
     monkeypatch.setattr(_HeldPopen, "started", threading.Event())
     monkeypatch.setattr(_HeldPopen, "loop", asyncio.get_running_loop())
@@ -395,10 +396,9 @@ async def test_a_start_cancelled_midway_leaves_no_process(
 ) -> None:
     # The caller goes away while the child is being started: the child is killed and reaped,
     # its pipes closed, never left running with nobody to end it.
-    import threading
-
-    monkeypatch.setattr(_HeldPopen, "go", threading.Event())
-    monkeypatch.setattr(_HeldPopen, "started", threading.Event())
+    go, started = threading.Event(), threading.Event()
+    monkeypatch.setattr(_HeldPopen, "go", go)
+    monkeypatch.setattr(_HeldPopen, "started", started)
     monkeypatch.setattr(_HeldPopen, "pids", [])
     monkeypatch.setattr(subprocess, "Popen", _HeldPopen)
     task = asyncio.create_task(spawn(["sleep", "300"], cwd=None, env=None))
@@ -407,8 +407,8 @@ async def test_a_start_cancelled_midway_leaves_no_process(
     with pytest.raises(asyncio.CancelledError):
         await task
     fds_before = len(os.listdir("/proc/self/fd"))
-    _HeldPopen.go.set()
-    assert await asyncio.to_thread(_HeldPopen.started.wait, 10)
+    go.set()
+    assert await asyncio.to_thread(started.wait, 10)
     (pid,) = _HeldPopen.pids
     deadline = time.monotonic() + 10
     while proc_start_time(pid) is not None:  # killed and reaped: gone from /proc
@@ -423,10 +423,9 @@ async def test_a_start_whose_loop_is_gone_before_it_finishes_leaves_no_process(
 ) -> None:
     # `tui run` interrupted mid-start: the runner is cancelled and the event loop closed while
     # the child is still being started on its thread. The child is still killed and reaped.
-    import threading
-
-    monkeypatch.setattr(_HeldPopen, "go", threading.Event())
-    monkeypatch.setattr(_HeldPopen, "started", threading.Event())
+    go, started = threading.Event(), threading.Event()
+    monkeypatch.setattr(_HeldPopen, "go", go)
+    monkeypatch.setattr(_HeldPopen, "started", started)
     monkeypatch.setattr(_HeldPopen, "pids", [])
     monkeypatch.setattr(subprocess, "Popen", _HeldPopen)
 
@@ -441,8 +440,8 @@ async def test_a_start_whose_loop_is_gone_before_it_finishes_leaves_no_process(
         asyncio.run(cancel_midway())  # returns, and closes its loop, before the start is done
 
     await asyncio.to_thread(own_loop)
-    _HeldPopen.go.set()
-    assert await asyncio.to_thread(_HeldPopen.started.wait, 10)
+    go.set()
+    assert await asyncio.to_thread(started.wait, 10)
     (pid,) = _HeldPopen.pids
     deadline = time.monotonic() + 10
     while proc_start_time(pid) is not None:

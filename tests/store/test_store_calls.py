@@ -11,7 +11,7 @@ import pytest
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Move, Store, StoreError
-from tui.store.records import EventRecord
+from tui.store.records import EventRecord, TaskRecord
 
 
 def _task(name: str) -> Task:
@@ -33,7 +33,7 @@ async def test_calls_made_together_are_separate_transactions_in_call_order(store
     )
     moved = [r for i, r in enumerate(results) if i != 3]
     assert [getattr(r, "id", None) for r in moved] == [t.id for t in first] + [None]
-    assert all(r.state == State.QUEUED for r in moved[:5])
+    assert all(isinstance(r, TaskRecord) and r.state == State.QUEUED for r in moved[:5])
     assert isinstance(results[3], StoreError) and first[0].id in str(results[3])
     # The refused insert stored nothing, not even its good task; the others all committed.
     assert [r.name for r in await store.list_tasks()] == [t.name for t in first]

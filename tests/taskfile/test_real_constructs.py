@@ -172,8 +172,7 @@ async def test_a_prompt_is_a_question_and_only_yes_runs_it(
     assert [o["label"] for o in item["options"]] == [YES, NO]
     assert not (real / ".agent" / "deployed").exists()  # nothing ran before the answer
     await engine.answer(q.id, {"answers": {item["question"]: said}})
-    await settled(engine, task_id)
-    rec = await engine.get(task_id)
+    rec = await settled(engine, task_id)
     assert (real / ".agent" / "deployed").exists() == runs
     if runs:
         assert rec.state == State.COMPLETED, rec.reason

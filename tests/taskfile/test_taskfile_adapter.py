@@ -99,8 +99,7 @@ async def test_cancel_stops_the_whole_group(engine: Engine, store: Store, tmp_pa
     await _printed(engine, since, "started")
     pid = int((tmp_path / ".agent" / "pid").read_text())
     await engine.cancel(task_id)
-    await settled(engine, task_id)
-    assert (await engine.get(task_id)).state == State.CANCELLED
+    assert (await settled(engine, task_id)).state == State.CANCELLED
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import shell_task
+from tests.conftest import shell_task, stored
 from tests.worktree.git_support import git, make_repo, show
 from tui.engine import api
 from tui.engine.scheduler import Engine, EngineError
@@ -37,8 +37,8 @@ async def test_two_tasks_write_the_same_file_in_their_own_worktrees(
     async with Engine(store, concurrency=2) as engine:
         await engine.submit([a, b])
         await settle(engine, a.id, b.id)
-        assert (await engine.get(a.id)).state == State.COMPLETED  # type: ignore[union-attr]
-        assert (await engine.get(b.id)).state == State.COMPLETED  # type: ignore[union-attr]
+        assert (await stored(engine, a.id)).state == State.COMPLETED
+        assert (await stored(engine, b.id)).state == State.COMPLETED
     wa, wb = await store.get_worktree(a.id), await store.get_worktree(b.id)
     assert wa is not None and wb is not None
     assert wa.branch == f"tui/{a.id[:8]}-writer-a"
@@ -63,7 +63,7 @@ async def test_a_retry_reuses_the_worktree(store: Store, tmp_path: Path) -> None
     async with Engine(store) as engine:
         await engine.submit([t])
         await settle(engine, t.id)
-        assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+        assert (await stored(engine, t.id)).state == State.COMPLETED
     wt = await store.get_worktree(t.id)
     assert wt is not None
     # The second attempt found the first one's (committed) work in the same checkout.
@@ -157,7 +157,7 @@ async def test_base_ref_and_a_dependent_task_on_the_same_branch(
     async with Engine(store) as engine:
         await engine.submit([edit, check])
         await settle(engine, edit.id, check.id)
-        assert (await engine.get(check.id)).state == State.COMPLETED  # type: ignore[union-attr]
+        assert (await stored(engine, check.id)).state == State.COMPLETED
     we, wc = await store.get_worktree(edit.id), await store.get_worktree(check.id)
     assert we is not None and wc is not None
     assert (wc.branch, wc.path) == (we.branch, we.path)
@@ -199,7 +199,7 @@ async def test_many_worktrees_of_one_repository_at_once(store: Store, tmp_path: 
     async with Engine(store, concurrency=6) as engine:
         await engine.submit(tasks)
         await settle(engine, *(t.id for t in tasks))
-        states = [(await engine.get(t.id)).state for t in tasks]  # type: ignore[union-attr]
+        states = [(await stored(engine, t.id)).state for t in tasks]
     assert states == [State.COMPLETED] * 6
     for i, t in enumerate(tasks):
         wt = await store.get_worktree(t.id)

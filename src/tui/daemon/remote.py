@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import itertools
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -312,7 +312,7 @@ class RemoteEngine(Client):
 
     # -- the event stream ------------------------------------------------------------------
 
-    async def events(self, since: Cursor | None = None) -> AsyncIterator[Event | Notice]:
+    async def events(self, since: Cursor | None = None) -> AsyncGenerator[Event | Notice, None]:
         """Events after ``since`` (None: from attach time), across daemon restarts."""
         last = since if since is not None else self.cursor
         while True:

@@ -54,7 +54,11 @@ async def engine(store: Store, adapter: ClaudeAdapter) -> AsyncIterator[Engine]:
 
 
 def claude_task(name: str, instructions: str, project: Path, **fields: Any) -> Task:
-    agent = {"type": "claude", "instructions": instructions, "project_dir": str(project)}
+    agent: dict[str, Any] = {
+        "type": "claude",
+        "instructions": instructions,
+        "project_dir": str(project),
+    }
     agent.update(fields.pop("agent", {}))
     agent.setdefault("skip_planning", True)
     return Task.model_validate({"name": name, "agent": agent, **fields})

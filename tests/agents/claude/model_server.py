@@ -71,7 +71,7 @@ class Request:
         return json.dumps(self.messages)
 
     def tool_results(self) -> list[dict[str, Any]]:
-        out = []
+        out: list[dict[str, Any]] = []
         for m in self.messages:
             content = m.get("content")
             if isinstance(content, list):
@@ -174,7 +174,7 @@ class _Handler(BaseHTTPRequestHandler):
             gate.wait()
             if self.server_owner._httpd is None:
                 return
-        blocks = [{"type": "text", "text": turn.text}] if turn.text else []
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
         for name, tool_input in turn.tools:
             blocks.append(
                 {
@@ -229,6 +229,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         ]
         for i, block in enumerate(blocks):
+            start: dict[str, Any]
             if block["type"] == "text":
                 start = {"type": "text", "text": ""}
                 delta = {"type": "text_delta", "text": block["text"]}

@@ -12,6 +12,7 @@ from tests.agents.claude.conftest import claude_task, needs_cli
 from tests.agents.claude.model_server import ModelServer, text
 from tests.agents.cli_support import settled
 from tests.app.app_support import screen_text, until
+from tests.conftest import stored
 from tui.app.tui_app import TuiApp
 from tui.engine.scheduler import Engine
 from tui.model.states import State
@@ -43,5 +44,5 @@ async def test_m_sends_a_running_claude_task_a_message(
         gate.set()
         await settled(engine, t.id)
         await until(pilot, lambda: "Understood, in French." in screen_text(app), "the answer")
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.COMPLETED
     assert "in French" in model.main_requests("zq-app-m")[-1].flat_text()

@@ -16,7 +16,7 @@ from pathlib import Path
 from tests.agents.claude.conftest import claude_task, needs_cli
 from tests.agents.claude.model_server import ModelServer, text, tool_use
 from tests.agents.cli_support import BareContext, output, raw_lines, settled
-from tests.conftest import question, wait_state
+from tests.conftest import question, stored, wait_state
 from tui.agents.claude import ClaudeAdapter
 from tui.engine.scheduler import Engine
 from tui.model.states import State
@@ -54,7 +54,7 @@ async def test_question_answered_with_context_files(
     q = await question(engine, t.id)
     assert q.kind == "question"
     assert q.payload == {"questions": [{**DB_QUESTION}]}
-    assert (await engine.get(t.id)).state == State.READY  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.READY
     await engine.answer(q.id, {"answers": {DB_QUESTION["question"]: "SQLite"}})
     await settled(engine, t.id)
 
@@ -109,7 +109,7 @@ async def test_several_questions_multiselect_and_free_text(
     answers = {"Which colors?": ["red", "green"], "What name?": "Zed, my own"}
     await engine.answer(q.id, {"answers": answers})
     await settled(engine, t.id)
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.COMPLETED
     [result] = model.main_requests()[-1].tool_results()
     assert '"Which colors?"="red, green"' in result["content"]
     assert '"What name?"="Zed, my own"' in result["content"]
@@ -141,7 +141,7 @@ async def test_bash_allowed_runs_and_write_denied_is_refused(
     await engine.answer(write.id, {"behavior": "deny", "message": "not in this repo"})
     await settled(engine, t.id)
 
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.COMPLETED
     assert (project / "made-by-bash.txt").exists()
     assert not (project / "denied.txt").exists()
     results = model.main_requests()[-1].tool_results()
@@ -170,7 +170,7 @@ async def test_allow_always_and_allowed_tools_do_not_ask_again(
     assert q.payload["summary"] == "cp seed.txt one.txt"
     await engine.answer(q.id, {"behavior": "allow_always"})
     await settled(engine, t.id)
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.COMPLETED
     assert len(await store.questions(task_id=t.id, open_only=False)) == 1
     assert {p.name for p in project.iterdir()} >= {"one.txt", "two.txt", "free.txt"}
     # The permission stays in the session, never in the project's settings.
@@ -203,7 +203,7 @@ async def test_plan_rejected_then_approved_then_executed(
     await engine.answer(write.id, {"behavior": "allow"})
     await settled(engine, t.id)
 
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.COMPLETED
     assert (project / "plan-out.txt").read_text() == "done\n"
     rejected = model.main_requests()[1].tool_results()[-1]
     assert rejected["is_error"] is True and "add a test step" in json.dumps(rejected)
@@ -288,7 +288,7 @@ async def test_review_rejected_resumes_with_the_comment_then_accepted(
     assert review.payload["result"] == "draft two"
     await engine.accept(t.id)
 
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.COMPLETED
     first, second = await store.runs(t.id)
     assert second.session_id == first.session_id
     last = model.main_requests()[-1].flat_text()

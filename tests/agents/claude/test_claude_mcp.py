@@ -12,7 +12,7 @@ import pytest
 from tests.agents.claude.conftest import claude_task, needs_cli
 from tests.agents.claude.model_server import ModelServer, text, tool_use
 from tests.agents.cli_support import settled
-from tests.conftest import question
+from tests.conftest import question, stored
 from tests.taskfile.conftest import allow_agent_args, write_taskfile
 from tui.engine.scheduler import Engine
 from tui.model.states import State
@@ -56,7 +56,7 @@ async def test_model_runs_a_user_task_and_asks_through_tui(
     assert q.kind == "question"
     assert q.payload["questions"][0]["question"] == "Which database?"
     assert [o["label"] for o in q.payload["questions"][0]["options"]] == ["SQLite", "PostgreSQL"]
-    assert (await engine.get(t.id)).state == State.READY  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.READY
     await engine.answer(q.id, {"answers": {"Which database?": "PostgreSQL"}})
     await settled(engine, t.id)
 
@@ -86,5 +86,5 @@ async def test_mcp_false_gives_the_cli_no_tui_tools(
     t = claude_task("no-mcp", "zq-nomcp: plain", project, agent={"mcp": False})
     await engine.submit([t])
     await settled(engine, t.id)
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.COMPLETED
     assert "mcp__tui__" not in json.dumps(model.main_requests("zq-nomcp")[0].body)

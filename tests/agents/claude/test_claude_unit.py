@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.agents.claude.conftest import claude_task
-from tests.conftest import wait_state
+from tests.conftest import stored, wait_state
 from tui.agents.claude import NOT_FOUND, ClaudeAdapter
 from tui.agents.claude_protocol import (
     answer_approval,
@@ -26,7 +26,7 @@ from tui.agents.claude_protocol import (
     resume_prompt,
 )
 from tui.agents.shell import ShellAdapter
-from tui.engine.adapter import AdapterError
+from tui.engine.adapter import Adapter, AdapterError
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import AgentConfig
@@ -336,7 +336,7 @@ async def test_missing_binary_and_missing_context_file_fail_clearly(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("TUI_CLAUDE_BIN", raising=False)
-    adapters = {
+    adapters: dict[str, Adapter] = {
         "claude": ClaudeAdapter(bin="no-such-claude-binary"),
         "shell": ShellAdapter(),
     }
@@ -346,7 +346,7 @@ async def test_missing_binary_and_missing_context_file_fail_clearly(
         t = claude_task("nobin", "x", tmp_path)
         await engine.submit([t])
         await wait_state(engine, t.id, State.FAILED)
-        assert (await engine.get(t.id)).reason.startswith(NOT_FOUND)  # type: ignore[union-attr]
+        assert (await stored(engine, t.id)).reason.startswith(NOT_FOUND)
 
     monkeypatch.setenv("TUI_CLAUDE_BIN", "/bin/true")  # the override wins over bin
     store2 = await Store.open(tmp_path / "second.db")

@@ -14,7 +14,7 @@ import pytest
 from tests.agents.cli_support import BareContext, continued, output, raw_lines, settled
 from tests.agents.codex.conftest import codex_task, needs_cli
 from tests.agents.codex.responses_server import ResponsesServer, call, fail, say
-from tests.conftest import wait_state
+from tests.conftest import stored, wait_state
 from tui.agents.codex import CodexAdapter
 from tui.engine.scheduler import Engine
 from tui.model.states import State
@@ -82,7 +82,7 @@ async def test_read_only_sandbox_blocks_the_write(
     await engine.submit([t])
     await settled(engine, t.id)
 
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.COMPLETED
     assert not (project / "blocked.txt").exists()
     # The refused command's result went back to the model (codex does not always print an
     # item for it on stdout, so the request the model server got is the evidence).

@@ -12,7 +12,7 @@ import pytest
 from tests.agents.cli_support import settled
 from tests.agents.codex.conftest import codex_task, needs_cli
 from tests.agents.codex.responses_server import ResponsesServer, call, say
-from tests.conftest import answered_run
+from tests.conftest import answered_run, stored
 from tests.taskfile.conftest import allow_agent_args, write_taskfile
 from tui.engine.scheduler import Engine
 from tui.model.states import State
@@ -61,5 +61,5 @@ async def test_codex_without_mcp_gets_no_tui_tools(
     t = codex_task("nomcp", "zc-nomcp: plain", project, agent={"mcp": False})
     await engine.submit([t])
     await settled(engine, t.id)
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.COMPLETED
     assert "mcp__tui" not in json.dumps(responses.turn_requests("zc-nomcp")[0].body)

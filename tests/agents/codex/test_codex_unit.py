@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tui.agents.codex_protocol import (
@@ -36,7 +38,7 @@ CMD_STARTED = {
         "status": "in_progress",
     },
 }
-CMD_DONE = {
+CMD_DONE: dict[str, Any] = {
     "type": "item.completed",
     "item": {
         "id": "item_1",

@@ -14,7 +14,7 @@ import pytest
 from tests.agents.cli_support import BareContext, continued, output, raw_lines, settled
 from tests.agents.gemini.conftest import gemini_task, needs_cli
 from tests.agents.gemini.gemini_server import GeminiServer, call, fail, say
-from tests.conftest import wait_state
+from tests.conftest import stored, wait_state
 from tui.agents.gemini import GeminiAdapter
 from tui.engine.scheduler import Engine
 from tui.model.states import State
@@ -93,7 +93,7 @@ async def test_default_mode_does_not_offer_tools_that_need_approval(
     await engine.submit([t])
     await settled(engine, t.id)
 
-    assert (await engine.get(t.id)).state == State.COMPLETED  # type: ignore[union-attr]
+    assert (await stored(engine, t.id)).state == State.COMPLETED
     assert not target.exists()
     [response] = gemini.turn_requests("zg-deny")[-1].function_responses()
     assert "not found" in json.dumps(response)

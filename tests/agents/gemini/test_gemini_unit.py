@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ from tui.model.states import State
 from tui.model.task import AgentConfig
 
 INIT = {"type": "init", "session_id": "s-1", "model": "gemini-2.5-pro"}
-TOOL_USE = {
+TOOL_USE: dict[str, Any] = {
     "type": "tool_use",
     "tool_name": "write_file",
     "tool_id": "write_file_1",
