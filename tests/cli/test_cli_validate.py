@@ -108,3 +108,69 @@ def test_missing_file_is_reported(tui: Tui) -> None:
     res = tui("validate", str(tui.dir / "absent.yaml"), db=False)
     assert res.returncode == 2, str(res)
     assert "absent.yaml" in res.stderr and "not found" in res.stderr
+
+
+# config.toml tables the loader applies to every task file, each with one planted mistake:
+# (the table, the field the error names, words of its fix).
+BAD_CONFIG = [
+    ('[summarizer]\nagent = "robot"\n', "summarizer.agent", "use claude, gemini, codex, or shell"),
+    ("[summarizer]\nmodel = 5\n", "summarizer.model", 'quote it: "5"'),
+    (
+        '[summarizer]\nstrategy = "moderate"\ncompaction = {threshold = 0}\n',
+        "summarizer.compaction.threshold",
+        "use a number of characters >= 1",
+    ),
+    (
+        '[summarizer]\ncompaction = {trigger = "sometimes"}\n',
+        "summarizer.compaction.trigger",
+        "use on_threshold (the default), on_completion, or every",
+    ),
+    ("[summarizer]\ncompaction = {every = 3}\n", "summarizer.compaction", "leave every out"),
+    ('[summarizer]\ncompaction = {trigger = "every"}\n', "summarizer.compaction", "every: N"),
+    ('[classifier]\nagent = "nobody"\n', "classifier.agent", "use claude, gemini, codex, or shell"),
+    ('[classifier]\nmodle = "haiku"\n', "classifier.modle", "did you mean `model`?"),
+]
+
+
+@pytest.mark.parametrize(("toml", "field", "fix"), BAD_CONFIG)
+def test_a_bad_summarizer_or_classifier_table_fails_validate_as_it_fails_run(
+    tui: Tui, toml: str, field: str, fix: str
+) -> None:
+    config = tui.dir / ".tui" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(toml, encoding="utf-8")
+    marker = tui.dir / "ran"
+    tasks = write_tasks(tui.dir / "t.yaml", shell_task("a", f"touch {marker}"))
+    checked = tui("validate", str(tasks), db=False)
+    assert checked.returncode == 2, str(checked)
+    assert "ok:" not in checked.stdout
+    errors = [ln for ln in checked.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1, checked.stderr
+    assert errors[0].startswith(f"error: {config}:1: {field}: "), errors
+    assert fix in errors[0].partition("Fix: ")[2], errors
+    # `tui run` refuses the same file with the same words, before anything runs.
+    ran = tui("run", str(tasks))
+    assert ran.returncode == 2, str(ran)
+    assert errors[0] in ran.stderr.splitlines(), ran.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("head", "field", "fix"),
+    [
+        ("summarizer: {agent: robot}", "summarizer.agent", "use claude, gemini, codex"),
+        ("summarizer: {compaction: {every: 2}}", "summarizer.compaction", "leave every out"),
+        ("classifier: {agent: nobody}", "classifier.agent", "use claude, gemini, codex"),
+    ],
+)
+def test_a_bad_summarizer_or_classifier_of_a_task_file_is_named_with_its_fix(
+    tui: Tui, head: str, field: str, fix: str
+) -> None:
+    tasks = tui.dir / "t.yaml"
+    tasks.write_text(
+        f"{head}\ntasks:\n  - name: a\n    agent: {{type: shell, instructions: 'true'}}\n",
+        encoding="utf-8",
+    )
+    res = tui("validate", str(tasks), db=False)
+    assert res.returncode == 2, str(res)
+    assert f"t.yaml:1: {field}: " in res.stderr and fix in res.stderr, res.stderr

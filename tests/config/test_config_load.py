@@ -120,8 +120,22 @@ def test_alias_clash_first_wins_with_a_warning_naming_both(dirs: Dirs) -> None:
         ),
         (
             "[summarizer]\ncompaction = {threshold = -1}\n",
-            "summarizer.compaction.threshold: compaction.threshold must be >= 1; got -1. "
+            "summarizer.compaction.threshold: summarizer.compaction.threshold must be >= 1; "
+            "got -1. "
             "Fix: use a number of characters >= 1",
+        ),
+        # The fix of the table's own field, not of a task's field of the same name.
+        (
+            '[summarizer]\nagent = "robot"\n',
+            "Fix: use claude, gemini, codex, or shell (a script reading $TUI_CONTEXT_FILE)",
+        ),
+        (
+            '[classifier]\nagent = "nobody"\n',
+            "Fix: use claude, gemini, codex, or shell (a script reading $TUI_CONTEXT_FILE)",
+        ),
+        (
+            "[summarizer]\ncompaction = {every = 3}\n",
+            "compaction.every applies only with trigger: every. Fix: write {threshold: N}",
         ),
         ('[settings]\nsummarizer = {strategy = "aggressive"}\n', "a [summarizer] table"),
         ('[tasks.x\nprompt = "p"\n', "invalid TOML"),

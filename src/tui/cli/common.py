@@ -9,7 +9,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the store and models are imported by the commands that use 
     from tui.engine.runner import Executor
     from tui.engine.settings import EngineSettings
     from tui.model.classify import ClassifyRule
+    from tui.model.loader import LoadResult
     from tui.model.task import Task
     from tui.model.workflow import FileDefaults
     from tui.store.db import Store
@@ -106,6 +107,22 @@ def engine_executor(args: argparse.Namespace) -> Executor | None:
 def workflow_defaults() -> FileDefaults:
     """config.toml's on_error, on_max_retries and hooks, for the task files a command loads."""
     return _settings().workflow_defaults()
+
+
+def load_files(files: Sequence[str], known_ids: Collection[str] = ()) -> LoadResult:
+    """Task files as `tui run`, `tui open` and `tui validate` all load them, so that validate
+    refuses what run would: config.toml's workflow defaults ([summarizer] and [classifier]
+    among them), classify rules and system parts applied. Raises TaskFileError listing every
+    problem (ConfigError, first, for a broken config.toml)."""
+    from tui.model.loader import load_task_files
+
+    return load_task_files(
+        files,
+        known_ids=known_ids,
+        parts=system_parts,
+        classify=classify_rules,
+        defaults=workflow_defaults(),
+    )
 
 
 DAEMON_SETTINGS = "to change them: `tui daemon stop`, then `tui daemon start` with them"

@@ -10,22 +10,19 @@ import sys
 
 from tui.cli.common import (
     DAEMON_SETTINGS,
-    classify_rules,
     db_path,
     engine_executor,
     engine_settings,
     err,
     ignored_settings,
+    load_files,
     open_store,
     settings_notes,
-    system_parts,
     with_worktree_setting,
-    workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
 from tui.engine.scheduler import live_engine_pid
-from tui.model.loader import load_task_files
 from tui.model.task import Task
 
 SSH_FPS = 20  # default frame cap over SSH (bench: 1.3x the bytes of tail -f, 1.4x at 60)
@@ -102,13 +99,7 @@ async def _open_here(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, known: set[str]) -> list[Task]:
     if not args.files:
         return []
-    result = load_task_files(
-        args.files,
-        known_ids=known,
-        parts=system_parts,
-        classify=classify_rules,
-        defaults=workflow_defaults(),
-    )
+    result = load_files(args.files, known_ids=known)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return with_worktree_setting(result.tasks)

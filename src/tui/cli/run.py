@@ -12,19 +12,17 @@ from collections.abc import Sequence
 from tui.cli.common import (
     DAEMON_SETTINGS,
     answer_on,
-    classify_rules,
     engine_executor,
     engine_settings,
     err,
     flush_transitions,
     ignored_settings,
+    load_files,
     open_store,
     print_hook_failure,
     print_question,
     print_transition,
-    system_parts,
     with_worktree_setting,
-    workflow_defaults,
 )
 from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, serving
@@ -35,7 +33,6 @@ from tui.engine import api
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.engine.scheduler import Engine, live_engine_pid
 from tui.model.issues import Issue
-from tui.model.loader import load_task_files
 from tui.model.states import ENDED, SATISFIED, State
 from tui.model.task import Task
 from tui.store.db import Store
@@ -49,7 +46,7 @@ def _print_warnings(warnings: list[Issue]) -> None:
 
 async def cmd_validate(args: argparse.Namespace) -> int:
     # raises TaskFileError with every problem
-    result = load_task_files(args.files, parts=system_parts, classify=classify_rules)
+    result = load_files(args.files)
     _print_warnings(result.warnings)
     print(f"ok: {len(result.tasks)} task(s) valid")
     return 0
@@ -61,13 +58,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         tasks: list[Task] = []
         if args.files:
             known = await store.all_ids()
-            result = load_task_files(
-                args.files,
-                known_ids=known,
-                parts=system_parts,
-                classify=classify_rules,
-                defaults=workflow_defaults(),
-            )
+            result = load_files(args.files, known_ids=known)
             _print_warnings(result.warnings)
             tasks = with_worktree_setting(result.tasks)
             # Refuse before an engine starts: starting one would already run (and, on the

@@ -176,14 +176,16 @@ def _model_issues(
             )
             out.append(origin.issue(section, name, field_, f"unknown key '{loc[-1]}'", fix))
             continue
-        message, fix = human_error(_relative(err))
+        message, fix = human_error(_relative(err, section))
         out.append(origin.issue(section, name, field_, message, fix or "correct the value"))
     return out
 
 
-def _relative(err: ErrorDetails) -> ErrorDetails:
-    """human_error words messages by field path; a model-level error has none."""
-    return err if err["loc"] else {**err, "loc": ()}
+def _relative(err: ErrorDetails, section: str) -> ErrorDetails:
+    """human_error words messages and fixes by field path inside a task; a model-level error
+    has none. [summarizer] and [classifier] are a task file's `summarizer:`/`classifier:`."""
+    prefix = (section,) if section in AGENT_TABLES else ()
+    return {**err, "loc": (*prefix, *err["loc"])}
 
 
 # Tables of their own (not [settings] keys) holding one model each, merged key by key.

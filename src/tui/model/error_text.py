@@ -46,10 +46,10 @@ FIXES: dict[str, str] = {
     "context.transfer": "use full, summary or minimal",
     "summarizer": "write {strategy: aggressive | moderate | comprehensive, agent, model, prompt, "
     "compaction}",
-    "summarizer.compaction": "write {threshold: 20000, trigger: on_threshold | on_completion "
-    "| every, every: N}",
+    "summarizer.compaction": "write {threshold: N} (trigger: on_threshold, the default), "
+    "{trigger: on_completion}, or {trigger: every, every: N} (N >= 1); with any trigger but "
+    "every, leave every out",
     "summarizer.compaction.threshold": "use a number of characters >= 1",
-    "compaction.threshold": "use a number of characters >= 1",  # in config's [summarizer]
     "summarizer.compaction.trigger": "use on_threshold (the default), on_completion, or every "
     "with every: N",
     "summarizer.compaction.every": "use a whole number >= 1 with trigger: every, or leave it out",
