@@ -618,7 +618,24 @@ async def test_help_and_quit_stay_in_the_footer_at_80_columns(engine: Engine) ->
             await pilot.press(*keys)
             await pilot.pause()
             footer = screen_text(app).splitlines()[-1]
-            assert footer.lstrip().startswith("? Help  q Quit"), footer
+            assert footer.lstrip().startswith("? Help q Quit"), footer
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_the_task_lists_keys_all_fit_in_the_footer(
+    engine: Engine, size: tuple[int, int]
+) -> None:
+    parent = shell_task("parent", "true")
+    child = shell_task("child", "true", parent_task_id=parent.id)
+    await engine.submit([parent, child])
+    app = make_app(engine)
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: app._list.task_tree.any_folds, "the subtask")
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+        labels = ["? Help", "q Quit", "a Answer", "p Approve", "c Cancel", "r Retry"]
+        for label in [*labels, "/ Find", "space Fold", "^p palette"]:
+            assert label in footer, footer
 
 
 async def test_time_is_this_attempts_and_a_finished_runs_duration(

@@ -291,3 +291,70 @@ async def test_a_child_made_at_run_time_joins_its_running_parent(
         await until(pilot, lambda: "Fold" in screen_text(app), "the fold key in the footer")
         gate.touch()
         await engine.wait_settled([agent[0].id, child.id])
+
+
+def cell(app: TuiApp, name: str, column: str) -> str:
+    """The text under ``column``'s header in the row showing ``name``."""
+    header = visible_text(app.query_one(TaskList)).splitlines()[0]
+    start = header.index(column)
+    after = header[start + len(column) :]
+    end = start + len(column) + len(after) - len(after.lstrip())
+    return row_of(app, name)[start:end].strip() if end > start + len(column) else ""
+
+
+HELPED = """
+classifier: {agent: shell, prompt: "echo '{\\"agent\\": \\"shell\\"}'"}
+tasks:
+  - name: scan
+    agent: {type: shell, instructions: "echo scanned"}
+  - name: brief
+    depends_on: [scan]
+    context: {transfer: full}
+    summarizer:
+      agent: shell
+      prompt: "echo '{\\"summary\\": \\"short\\"}'"
+      compaction: {threshold: 5}
+    agent: {type: shell, instructions: "true"}
+  - name: each
+    foreach: [a, b]
+    agent: {type: shell, instructions: "sleep 1; echo {{item}}"}
+  - name: triage
+    agent: {instructions: "true"}
+"""
+
+
+async def test_helper_tasks_hang_under_the_task_they_serve_and_a_parent_shows_its_span(
+    engine: Engine,
+) -> None:
+    tasks = load_task_text(HELPED, "helped.yaml").tasks
+    await engine.submit(tasks)
+    await engine.wait_settled([t.id for t in tasks])
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "classify:triage" in names(app), "the list")
+        assert [n.strip() for n in names(app)] == [
+            "scan",
+            "▾ brief",  # a helper under it, and no count of subtasks
+            "compact:scan",
+            "▾ each 2/2",
+            "each[0]",
+            "each[1]",
+            "▾ triage",
+            "classify:triage",
+        ]
+        # Each helper keeps its own state and columns.
+        assert "✓" in row_of(app, "compact:scan") and cell(app, "compact:scan", "TRY") == "1/1"
+        assert "✓" in row_of(app, "classify:triage")
+        # The foreach never ran itself: no tries; its time is its children's, first start to
+        # last end.
+        runs = [r for r in await engine.list_tasks() if r.name.startswith("each[")]
+        first = min(r.run_started_at or 0 for r in runs)
+        last = max(r.run_ended_at or 0 for r in runs)
+        assert last - first >= 1
+        assert cell(app, "each 2/2", "TRY") == ""
+        assert cell(app, "each 2/2", "TIME") == f"{int(last - first)}s"
+        # Folding the served task folds its helper away.
+        app.query_one(TaskList).select_id(next(t.id for t in tasks if t.name == "brief"))
+        await pilot.press("space")
+        await until(pilot, lambda: "compact:scan" not in names(app), "brief folded")
+        assert "▸ brief" in row_of(app, "brief")

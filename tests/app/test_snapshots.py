@@ -22,7 +22,7 @@ from tui.daemon.paths import daemon_paths
 from tui.daemon.server import DaemonServer
 from tui.engine.scheduler import Engine
 from tui.model.loader import load_task_text
-from tui.model.states import State
+from tui.model.states import ENDED, State
 from tui.model.task import Task
 from tui.store.db import Store
 
@@ -36,6 +36,12 @@ def _stable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SSH_CONNECTION", raising=False)
     monkeypatch.setattr(
         task_list, "_elapsed", lambda r, now: "12s" if r.state == State.RUNNING else ""
+    )
+    # A parent's span: running, as a running task's time; over, a fixed length.
+    monkeypatch.setattr(
+        task_list,
+        "_span",
+        lambda r, start, end, now: "" if start is None else "12s" if r.state not in ENDED else "3s",
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from tests.conftest import shell_task
 from tui.app.widgets.dag_groups import grouped_nodes
 from tui.app.widgets.task_tree import TaskTree, parent_of
+from tui.model.loader import load_task_text
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.records import TaskRecord
@@ -139,3 +140,104 @@ def test_a_parent_of_more_than_fifty_starts_folded_unless_the_person_chose() -> 
     tree.collapsed.clear()
     tree.add([record(shell_task("big[51]", "true", id="big.51", parent_task_id="big"))])
     assert tree.collapsed == set()
+
+
+HELPED = """
+classifier: {agent: shell, prompt: "echo '{\\"agent\\": \\"shell\\"}'"}
+tasks:
+  - name: scan
+    agent: {type: shell, instructions: "echo scanned"}
+  - name: brief
+    depends_on: [scan]
+    context: {transfer: full}
+    summarizer: {agent: shell, prompt: "echo '{}'", compaction: {threshold: 40}}
+    agent: {type: shell, instructions: "true"}
+  - name: digest
+    depends_on: [scan]
+    context: {transfer: summary}
+    summarizer: {strategy: moderate, agent: shell, prompt: "echo '{}'"}
+    agent: {type: shell, instructions: "true"}
+  - name: also
+    depends_on: [scan]
+    context: {transfer: summary}
+    summarizer: {strategy: moderate, agent: shell, prompt: "echo '{}'"}
+    agent: {type: shell, instructions: "true"}
+  - name: triage
+    agent: {instructions: "true"}
+"""
+
+
+def helped() -> dict[str, TaskRecord]:
+    """The tasks of HELPED as loaded: with classify:triage, compact:scan, summarize:scan."""
+    tasks = load_task_text(HELPED, "helped.yaml").tasks
+    return {t.name: record(t) for t in tasks}
+
+
+def shown(tree: TaskTree, records: dict[str, TaskRecord]) -> list[tuple[str, int]]:
+    return [(r.name, d) for r, d in tree.rows(list(records.values()))]
+
+
+def test_a_helper_task_is_shown_under_the_task_it_serves_in_either_order() -> None:
+    records = helped()
+    assert list(records) == [
+        "scan", "compact:scan", "brief", "summarize:scan", "digest", "also",
+        "classify:triage", "triage",
+    ]  # fmt: skip
+    expected = [
+        ("scan", 0),
+        ("brief", 0),
+        ("compact:scan", 1),  # under the dependent it shortens scan's result for
+        ("digest", 0),
+        ("summarize:scan", 1),  # under the first of the two dependents it serves
+        ("also", 0),
+        ("triage", 0),
+        ("classify:triage", 1),  # under the task whose agent it picks
+    ]
+    tree = tree_of(records)
+    assert shown(tree, records) == expected
+    # Learnt one at a time, the tasks served first: the same rows.
+    later = TaskTree()
+    for name in ["scan", "brief", "digest", "also", "triage", *records]:
+        later.add([records[name]])
+    assert shown(later, records) == expected
+    # Folding the task folds its helper away; the list's parent of a helper is its task.
+    tree.collapsed = {records["brief"].id}
+    assert ("compact:scan", 1) not in shown(tree, records)
+    assert tree.shown_parent(records["classify:triage"].id) == records["triage"].id
+    assert tree.any_folds and tree.foldable(records["triage"].id)
+
+
+def test_helpers_are_no_subtasks_for_the_progress_or_the_dag() -> None:
+    records = helped()
+    tree = tree_of(records)
+    by_id = {r.id: r for r in records.values()}
+    # No count of children next to the task's name, no group box in the DAG.
+    assert not tree.has_kids(records["brief"].id) and not tree.kids
+    nodes = {n.id: n for n in grouped_nodes(by_id, tree)}
+    compact, brief = records["compact:scan"], records["brief"]
+    assert set(nodes[compact.id].depends_on) == {records["scan"].id}
+    assert set(nodes[brief.id].depends_on) == {records["scan"].id, compact.id}
+    assert not nodes[brief.id].group
+    # Folded in the list, the DAG still draws them.
+    tree.collapsed = {brief.id}
+    assert compact.id in {n.id for n in grouped_nodes(by_id, tree)}
+
+
+def test_a_parents_span_covers_its_childrens_runs() -> None:
+    records = family()
+    tree = tree_of(records)
+    group = records["group"]
+    assert tree.span(group) == (None, None)  # nothing under it ran yet
+    a, x = records["group.a"], records["group.inner.x"]
+    a.run_started_at, a.run_ended_at = 100.0, 105.0
+    x.run_started_at = 103.0  # a grandchild, still running
+    tree.add([a, x])
+    assert tree.span(group) == (100.0, 105.0)
+    assert tree.span(records["group.inner"]) == (103.0, None)
+    x.run_ended_at = 130.0
+    tree.add([x])
+    assert tree.span(group) == (100.0, 130.0)
+    # A retried child's later start leaves the first start where it was.
+    a.run_started_at, a.run_ended_at = 140.0, None
+    tree.add([a])
+    assert tree.span(group) == (100.0, 130.0)

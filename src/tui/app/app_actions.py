@@ -242,7 +242,7 @@ class AppActions(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in FOLD_ACTIONS:  # in the footer only once some task has subtasks
-            return bool(getattr(self, "_list", None) and self._list.task_tree.kids)
+            return bool(getattr(self, "_list", None) and self._list.task_tree.any_folds)
         return True
 
     def action_toggle_subtasks(self) -> None:

@@ -163,7 +163,8 @@ class TuiApp(AppActions):
                 with TabPane("Changes", id="changes-tab"):
                     yield ChangesView(self._worktree_of, id="changes")
         yield Static(id="status")
-        yield Footer()
+        # Compact: the task list's keys, Fold among them, fit in 80 columns.
+        yield Footer(compact=True)
 
     async def on_mount(self) -> None:
         # The main screen's widgets, kept so a pushed screen (help, palette) never hides them.
@@ -291,9 +292,9 @@ class TuiApp(AppActions):
             except EngineError:  # the daemon is away; the stream says so, try next tick
                 self._dirty |= ids
                 return
-            had_subtasks = bool(self._list.task_tree.kids)
+            had_subtasks = self._list.task_tree.any_folds
             self._list.upsert(records)
-            if had_subtasks != bool(self._list.task_tree.kids):
+            if had_subtasks != self._list.task_tree.any_folds:
                 self.refresh_bindings()  # the fold keys join the footer
             if self._selected is None and records:
                 await self._show_selected()

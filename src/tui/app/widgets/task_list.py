@@ -127,11 +127,24 @@ def _elapsed(r: TaskRecord, now: float) -> str:
     if start is None:
         return ""
     if r.state in LIVE and end is None:
-        secs = int(now - start)
-    elif r.state in ENDED and end is not None:
-        secs = int(end - start)
-    else:
-        return ""  # queued or pending again: the next attempt has not started
+        return _duration(now - start)
+    if r.state in ENDED and end is not None:
+        return _duration(end - start)
+    return ""  # queued or pending again: the next attempt has not started
+
+
+def _span(r: TaskRecord, start: float | None, end: float | None, now: float) -> str:
+    """TIME of a parent: from the first run under it (or its own) to the last one's end;
+    while it is not over yet, to now."""
+    if start is None:
+        return ""
+    if r.state not in ENDED:
+        return _duration(now - start)
+    return _duration(end - start) if end is not None else ""
+
+
+def _duration(seconds: float) -> str:
+    secs = max(0, int(seconds))
     if secs >= 3600:
         return f"{secs // 3600}h{secs % 3600 // 60:02d}m"
     return f"{secs // 60}m{secs % 60:02d}s" if secs >= 60 else f"{secs}s"
@@ -283,7 +296,7 @@ class TaskList(ScrollView, can_focus=True):
         names = max((_width(self._shown_name(r)) for r, _ in tree), default=0)
         self._widths["name"] = max(len("name"), names)
         if selected is not None and selected not in self._index:
-            shown = (a for a in self.task_tree.ancestors(selected) if a in self._index)
+            shown = (a for a in self.task_tree.ancestors(selected, True) if a in self._index)
             selected = next(shown, None)
         self._cursor = self._index.get(selected or "", 0)
         self._update_title()
@@ -361,7 +374,7 @@ class TaskList(ScrollView, can_focus=True):
 
     def fold(self, task_id: str, folded: bool) -> bool:
         """Fold (or unfold) ``task_id``'s children away; False when it has none."""
-        if not self.task_tree.has_kids(task_id):
+        if not self.task_tree.foldable(task_id):
             return False
         self.task_tree.touched.add(task_id)
         if folded != (task_id in self.task_tree.collapsed):
@@ -370,8 +383,8 @@ class TaskList(ScrollView, can_focus=True):
         return True
 
     def fold_all(self, folded: bool) -> None:
-        self.task_tree.touched = set(self.task_tree.kids)
-        self.task_tree.collapsed = set(self.task_tree.kids) if folded else set()
+        self.task_tree.touched = self.task_tree.fold_targets()
+        self.task_tree.collapsed = self.task_tree.fold_targets() if folded else set()
         self.rebuild()
 
     def collapse_or_parent(self) -> None:
@@ -380,18 +393,18 @@ class TaskList(ScrollView, can_focus=True):
         if task_id is None:
             return
         if task_id in self.task_tree.collapsed or not self.fold(task_id, True):
-            self.select_id(self.task_tree.parent.get(task_id, ""))
+            self.select_id(self.task_tree.shown_parent(task_id))
 
     def expand_or_child(self) -> None:
         """``right``: unfold the selected parent; unfolded already, its first child."""
         task_id = self.selected_id
-        if task_id is None or not self.task_tree.has_kids(task_id):
+        if task_id is None or not self.task_tree.foldable(task_id):
             return
         if task_id in self.task_tree.collapsed:
             self.fold(task_id, False)
         elif self._cursor + 1 < len(self._shown):
             below = self._shown[self._cursor + 1]
-            if self.task_tree.parent.get(below) == task_id:
+            if self.task_tree.shown_parent(below) == task_id:
                 self.move_cursor(self._cursor + 1)
 
     def on_click(self, event: events.Click) -> None:
@@ -537,16 +550,19 @@ class TaskList(ScrollView, can_focus=True):
 
     def _shown_name(self, r: TaskRecord) -> str:
         """Indented by depth, by its name under its parent; a parent with ▾ (▸ folded) and
-        how many of its children are done ("▾ research 1/2")."""
+        how many of its children are done ("▾ research 1/2"; a task with only helper tasks
+        under it, "▾ brief")."""
+        tree = self.task_tree
         depth = self._depth.get(r.id, 0)
         name = r.name
         if depth:
-            parent = self.records.get(self.task_tree.parent.get(r.id, ""))
+            parent = self.records.get(tree.shown_parent(r.id))
             name = short_name(name, parent.name if parent else "")
-        if not self.task_tree.has_kids(r.id):
+        if not tree.foldable(r.id):
             return "  " * depth + name
-        mark = "▸" if r.id in self.task_tree.collapsed else "▾"
-        return f"{'  ' * depth}{mark} {name} {self.task_tree.progress(r.id)}"
+        mark = "▸" if r.id in tree.collapsed else "▾"
+        progress = f" {tree.progress(r.id)}" if tree.has_kids(r.id) else ""
+        return f"{'  ' * depth}{mark} {name}{progress}"
 
     def _cells(self, r: TaskRecord, now: float) -> Cells:
         """The text of each column in the row of ``r``."""
@@ -565,6 +581,7 @@ class TaskList(ScrollView, can_focus=True):
                 note = "waiting on " + ", ".join(waiting)
             elif not r.approved:
                 note = f"waiting for approval — {self.approve_key}"
+        parent = self.task_tree.has_kids(r.id)
         return (
             f"{st.symbol} {r.phase or st.label}",  # "classifying": PENDING on its classifier
             self._shown_name(r),
@@ -572,8 +589,9 @@ class TaskList(ScrollView, can_focus=True):
             agent,
             r.run_node[:12],  # a Ray node id is 56 hex digits; its start tells nodes apart
             task.priority.value or "normal",
-            _elapsed(r, now),
-            f"{r.attempt_in_round}/{task.retry.max_attempts}",
+            _span(r, *self.task_tree.span(r), now) if parent else _elapsed(r, now),
+            # A parent that never ran itself (a foreach, a group) has no tries of its own.
+            "" if parent and not r.attempts else f"{r.attempt_in_round}/{task.retry.max_attempts}",
             f"${r.cost_usd:.2f}" if r.cost_usd else "",
             " ".join(task.tags),
             note,
