@@ -20,6 +20,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 from tui.app import actions
 from tui.app.app_actions import AppActions
 from tui.app.engine_api import AppEngine
+from tui.app.fold_memory import db_key, load_folds, save_folds
 from tui.app.help_screen import pretty_key
 from tui.app.keymap import keymap_from
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
@@ -100,6 +101,7 @@ class TuiApp(AppActions):
         keymap: dict[str, str] | None = None,
         osc: OscMode | None = None,
         remember_theme: bool = True,
+        remember_folds: bool = True,
         toasts: bool = True,
         fit_terminal_colors: bool = False,
         notices: Sequence[str] = (),
@@ -120,6 +122,8 @@ class TuiApp(AppActions):
         self._osc: OscMode = osc if osc is not None else default_osc_mode(settings.notifications)
         self._configured_theme = settings.theme or None  # [settings] theme: a user's choice
         self._remember_theme = remember_theme
+        self._remember_folds = remember_folds
+        self._db = ""  # the database's key for its remembered folds ("": none kept)
         self._fit_terminal_colors = fit_terminal_colors
         self._toasts = toasts
         self._confirm_cancel = settings.confirm_cancel
@@ -179,6 +183,9 @@ class TuiApp(AppActions):
         if self._engine_factory is not None:
             self.engine = await self._engine_factory()
         since = self.engine.cursor
+        if self._remember_folds:
+            self._db = db_key(self.engine.db_path)
+            self._list.remember_folds(*load_folds(self._db))  # before the size folds apply
         self._list.set_records(await self.engine.list_tasks())
         self.refresh_bindings()  # the fold keys show once some task has subtasks
         await self._refresh_questions()
@@ -194,6 +201,7 @@ class TuiApp(AppActions):
     async def on_unmount(self) -> None:
         if self._untune_gc is not None:
             self._untune_gc()
+        self._save_folds()
         # An engine the app made is the app's to stop, with its store (whose thread would
         # otherwise keep the process alive); a daemon's is only detached from.
         if self._engine_factory is None or self.engine is None:
@@ -282,8 +290,14 @@ class TuiApp(AppActions):
             self.notify(notice.text, title="Daemon", timeout=4)
         self._update_status()
 
+    def _save_folds(self) -> None:
+        if self._db and self._list.folds_changed:
+            self._list.folds_changed = False
+            save_folds(self._db, *self._list.hand_folds())
+
     async def _apply_batch(self) -> None:
         """Apply what changed since the last tick: one refresh per tick, whatever the rate."""
+        self._save_folds()  # a fold is kept at once: a kill -9 later does not lose it
         changed = bool(self._dirty) or self._questions_dirty
         if self._dirty:
             ids, self._dirty = self._dirty, set()

@@ -304,6 +304,10 @@ class RemoteEngine(Client):
             raise EngineError(reply["error"])
         return reply["result"]
 
+    @property
+    def db_path(self) -> str:
+        return str(self.paths.db)
+
     async def shutdown(self) -> None:
         await self.send(api.Shutdown())
 

@@ -40,6 +40,11 @@ class Client:
     async def aclose(self) -> None:
         pass
 
+    @property
+    def db_path(self) -> str:
+        """The database the engine works on ("" when this client cannot say)."""
+        return ""
+
     # -- conveniences, each one message --------------------------------------------------
 
     async def submit(self, tasks: list[Task], approved: bool | None = None) -> list[str]:
@@ -108,6 +113,10 @@ class LocalClient(Client):
     @property
     def cursor(self) -> Cursor:
         return self.engine.cursor
+
+    @property
+    def db_path(self) -> str:
+        return self.engine.db_path
 
     def events(self, since: Cursor | None = None) -> AsyncIterator[Event | Notice]:
         return self.engine.events(since)

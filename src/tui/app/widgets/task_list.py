@@ -236,6 +236,7 @@ class TaskList(ScrollView, can_focus=True):
         self._styles: dict[str, Style] = {}
         self._strips: LRUCache[RowKey, Strip] = LRUCache(512)
         self._painted: dict[int, RowKey] = {}  # screen row → what it shows
+        self.folds_changed = False  # a fold by the person, not saved yet (the app saves)
 
     # -- data --------------------------------------------------------------------------------
 
@@ -372,10 +373,22 @@ class TaskList(ScrollView, can_focus=True):
 
     # -- folding subtasks -------------------------------------------------------------------
 
+    def remember_folds(self, folded: set[str], unfolded: set[str]) -> None:
+        """Folds the person made in an earlier session (before any task is added)."""
+        self.task_tree.touched = folded | unfolded
+        self.task_tree.collapsed = set(folded)
+
+    def hand_folds(self) -> tuple[set[str], set[str]]:
+        """(folded, unfolded) by the person, of the tasks listed: what is worth keeping."""
+        tree = self.task_tree
+        touched = {t for t in tree.touched if t in self.records}
+        return touched & tree.collapsed, touched - tree.collapsed
+
     def fold(self, task_id: str, folded: bool) -> bool:
         """Fold (or unfold) ``task_id``'s children away; False when it has none."""
         if not self.task_tree.foldable(task_id):
             return False
+        self.folds_changed = True
         self.task_tree.touched.add(task_id)
         if folded != (task_id in self.task_tree.collapsed):
             self.task_tree.collapsed.symmetric_difference_update({task_id})
@@ -383,6 +396,7 @@ class TaskList(ScrollView, can_focus=True):
         return True
 
     def fold_all(self, folded: bool) -> None:
+        self.folds_changed = True
         self.task_tree.touched = self.task_tree.fold_targets()
         self.task_tree.collapsed = self.task_tree.fold_targets() if folded else set()
         self.rebuild()
