@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.cli.cli_support import Tui, assert_no_traceback
 from tui.agents.gemini_protocol import with_system_append
+from tui.config.system_parts import named_parts
+from tui.model.issues import TaskFileError
 from tui.model.loader import load_task_text
 from tui.model.system_parts import with_system
 
@@ -46,20 +50,37 @@ def test_unknown_parts_and_parts_where_they_cannot_apply(tui: Tui) -> None:
     assert "tasks[3]" not in err
 
 
-def test_a_broken_config_is_named_only_when_a_part_is_used(tui: Tui) -> None:
+def test_a_broken_config_stops_validate_as_it_stops_run(tui: Tui) -> None:
+    """`tui validate` loads files as `tui run` does, config and all: a broken config.toml
+    fails both, named with its fix, whether or not a task uses one of its parts."""
     config = tui.dir / "user-config"
     config.mkdir(exist_ok=True)
     (config / "config.toml").write_text("[contexts.x\n")
     text_only = tui.dir / "text.yaml"
     text_only.write_text("name: t\nsystem: Just text.\nagent: {instructions: hi}\n")
-    assert tui("validate", str(text_only), db=False).returncode == 0
     named = tui.dir / "named.yaml"
     named.write_text("name: t\nsystem: house\nagent: {instructions: hi}\n")
-    res = tui("validate", str(named), db=False)
-    assert res.returncode == 2, str(res)
-    assert_no_traceback(res)
-    assert "system part 'house' cannot be looked up: the config has errors" in res.stderr
-    assert os.fspath(config / "config.toml") in res.stderr
+    for path in (text_only, named):
+        res = tui("validate", str(path), db=False)
+        assert res.returncode == 2, str(res)
+        assert_no_traceback(res)
+        [error] = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+        assert error.startswith(f"error: {os.fspath(config / 'config.toml')}:1: "), error
+        assert "Fix:" in error
+        ran = tui("run", str(path))
+        assert ran.returncode == 2 and error in ran.stderr.splitlines(), str(ran)
+
+
+def test_a_part_looked_up_in_a_broken_config_names_it(tui: Tui) -> None:
+    """Where a file is loaded without the config's checks first (the app's `o`), a named part
+    still says why it cannot be found."""
+    (tui.dir / "user-config").mkdir(exist_ok=True)
+    (tui.dir / "user-config" / "config.toml").write_text("[contexts.x\n")
+    with pytest.raises(TaskFileError) as e:
+        load_task_text(
+            "name: t\nsystem: house\nagent: {instructions: hi}\n", "named.yaml", parts=named_parts
+        )
+    assert "system part 'house' cannot be looked up: the config has errors" in str(e.value)
 
 
 def test_gemini_and_codex_get_the_parts_and_the_block_before_the_prompt() -> None:
