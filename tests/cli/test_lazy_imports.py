@@ -70,3 +70,13 @@ def test_run_without_a_schema_never_imports_jsonschema(tui: Tui, tmp_path: Path)
     assert "tui.model.output_format" in run  # the model that would have imported it
     assert sorted(m for m in run if m.split(".")[0] in ("jsonschema", "referencing")) == []
     assert tui.state_of("plain") == "COMPLETED"
+
+
+def test_run_of_plain_tasks_never_imports_xml_sax_or_simpleeval(tui: Tui, tmp_path: Path) -> None:
+    """xml.sax (with urllib and http, ~6 ms) escapes only a task's variables for its agent;
+    simpleeval evaluates only `when:`/`until:` conditions."""
+    f = write_tasks(tmp_path / "t.yaml", [shell_task("plain", "true")])
+    run = loaded(tui, "run", str(f), "--db", str(tui.db))
+    assert "tui.model.system_parts" in run and "tui.engine.conditions" in run
+    assert sorted(m for m in run if m.split(".")[0] == "simpleeval" or m == "xml.sax") == []
+    assert tui.state_of("plain") == "COMPLETED"
