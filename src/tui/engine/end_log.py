@@ -72,6 +72,8 @@ MAX_RECORD = 256 * 1024
 KEEP_BYTES = 64 * 1024
 
 _RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(RunResult))
+# One encoder for every record: json.dumps with separators builds a new one at each call.
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def _as_json(ended: Ended) -> dict[str, object]:
@@ -110,7 +112,7 @@ class EndLog:
     def write(self, ended: Ended) -> bool:
         """Record ``ended``; True if it is there whole (then call ``done`` once it is
         committed)."""
-        line = json.dumps(_as_json(ended), separators=(",", ":")).encode() + b"\n"
+        line = _ENCODE(_as_json(ended)).encode() + b"\n"
         if len(line) > MAX_RECORD:
             return False
         size = self._size
