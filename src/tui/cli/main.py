@@ -186,6 +186,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
     finally:
         if untune is not None:
             untune()
+        if (common := sys.modules.get("tui.cli.common")) is not None:
+            common.flush_transitions()  # lines still held for their batch
 
 
 if __name__ == "__main__":
