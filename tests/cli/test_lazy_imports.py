@@ -80,3 +80,12 @@ def test_run_of_plain_tasks_never_imports_xml_sax_or_simpleeval(tui: Tui, tmp_pa
     assert "tui.model.system_parts" in run and "tui.engine.conditions" in run
     assert sorted(m for m in run if m.split(".")[0] == "simpleeval" or m == "xml.sax") == []
     assert tui.state_of("plain") == "COMPLETED"
+
+
+def test_run_with_no_xml_templates_never_imports_an_xml_parser(tui: Tui, tmp_path: Path) -> None:
+    """The config is read by every `tui run`; its XML templates' parser (xml.etree and
+    defusedxml, ~3 ms) only when a templates folder has files."""
+    f = write_tasks(tmp_path / "t.yaml", [shell_task("plain", "true")])
+    run = loaded(tui, "run", str(f), "--db", str(tui.db))
+    assert "tui.config.xml_templates" in run
+    assert sorted(m for m in run if m.startswith(("xml.etree", "defusedxml"))) == []
