@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from tui.engine.adapter import RunResult
@@ -110,6 +110,53 @@ class Dispatch(EngineCore):
                 work += reversed(self.graph.completed(tid))
             elif to == State.FAILED:
                 await self._cascade_failure(tid)
+
+    async def _check_pending_all(self, task_ids: Sequence[str]) -> None:
+        """``_check_pending`` of each, together (their transitions share store round trips,
+        in this order). When every one is plainly ready to run (see ``_plainly_ready``), as
+        the tasks of a submitted file usually are, they queue in one store call and one
+        wake-up, not one of each per task (~1,000 futures and loop turns for 1,000 tasks)."""
+        plain: list[TaskRecord] = []
+        for tid in task_ids:
+            rec = self._tasks.get(tid)
+            if rec is None or self._waits(rec):
+                continue  # _check_pending would leave it as it is
+            if not self._plainly_ready(rec):
+                plain = []
+                break
+            plain.append(rec)
+        if len(plain) < 2:
+            await asyncio.gather(*(self._check_pending(tid) for tid in task_ids))
+            return
+        moves = [(Move(r.id, State.PENDING, State.QUEUED, "ready to run"), r) for r in plain]
+        for new in await self.store.move_many(moves):
+            if new is not None:
+                self._took(new)
+                self._enqueue(new)
+        await self._changed_now()
+
+    def _waits(self, rec: TaskRecord) -> bool:
+        """``_check_pending`` leaves ``rec`` as it is: not PENDING, or waiting (on its
+        dependencies or an approval) with none of them failed."""
+        return rec.state != State.PENDING or (
+            (not rec.approved or self.graph.open_deps(rec.id) > 0)
+            and self.graph.blocking(rec, self._tasks.get) is None
+        )
+
+    def _plainly_ready(self, rec: TaskRecord) -> bool:
+        """``rec`` goes PENDING → QUEUED ("ready to run") with nothing else to decide: as
+        ``_check_pending`` would move it, without a condition, classifier, compaction,
+        subtasks or parent to ask."""
+        task = rec.task
+        return (
+            rec.state == State.PENDING
+            and rec.approved
+            and not (task.when or task.classify_by or task.compacts or task.group)
+            and task.foreach is None
+            and rec.id not in self._parent
+            and self.graph.open_deps(rec.id) == 0
+            and self.graph.blocking(rec, self._tasks.get) is None
+        )
 
     def _condition(self, rec: TaskRecord) -> tuple[State, str]:
         """Where a task whose dependencies are done goes: QUEUED, or SKIPPED when its

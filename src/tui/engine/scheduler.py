@@ -226,7 +226,7 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
                 await self._check_pending(rec.id)
             elif rec.approved and self.graph.open_deps(rec.id) == 0:
                 ready.append(rec.id)
-        await asyncio.gather(*(self._check_pending(task_id) for task_id in ready))
+        await self._check_pending_all(ready)
         for e in finish:  # agents that had exited, their output stored: not run again
             await self._finish_ended(e)
         if self.end_log is not None:
@@ -269,7 +269,7 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
                 raise EngineError(str(e)) from None
             self._index(records)
             # Together, so their transitions share store round trips (in this order).
-            await asyncio.gather(*(self._check_pending(rec.id) for rec in records))
+            await self._check_pending_all([rec.id for rec in records])
         await self._changed_now()
         return [t.id for t in tasks]
 
