@@ -229,9 +229,13 @@ class Dispatch(EngineCore):
                 next_due = await self._due_retries()
                 await self._settle_subtasks()
                 await self._start_runnable()
-            waits: list[asyncio.Task[Any]] = [asyncio.create_task(self._wake.wait())]
-            if next_due is not None:
-                waits.append(asyncio.create_task(self._sleep_until(next_due)))
+            if next_due is None:  # the usual case: no tasks to make and cancel per wake
+                await self._wake.wait()
+                continue
+            waits: list[asyncio.Task[Any]] = [
+                asyncio.create_task(self._wake.wait()),
+                asyncio.create_task(self._sleep_until(next_due)),
+            ]
             try:
                 await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             finally:
