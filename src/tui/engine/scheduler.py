@@ -27,10 +27,9 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.engine.adapter import Adapter, declared_adapters
-from tui.engine.api import Message, Reply
 from tui.engine.children import Children
 from tui.engine.clock import Clock, RealClock
 from tui.engine.dispatch import Dispatch
@@ -55,6 +54,9 @@ from tui.model.workflow import FileDefaults
 from tui.procs.process import Child, ProcIdentity, identity_alive, proc_start_time
 from tui.store.db import DiskFullError, Store, StoreError
 from tui.store.records import EventRecord, OutputLine, TaskRecord
+
+if TYPE_CHECKING:
+    from tui.engine.api import Message, Reply
 
 log = logging.getLogger(__name__)
 
