@@ -270,7 +270,8 @@ class Dispatch(EngineCore):
         # Started together, so their store calls share one round trip; a slot is taken only
         # once its run is stored, and nothing else starts tasks meanwhile (this loop is the
         # only caller, and it waits here).
-        await asyncio.gather(*(self._start(task_id) for task_id in picked))
+        if picked:
+            await asyncio.gather(*(self._start(task_id) for task_id in picked))
 
     async def _start(self, task_id: str) -> None:
         began = await self.store.start_run(task_id, self.id, self._tasks.get(task_id))
