@@ -184,12 +184,16 @@ def check_header(path: Path) -> None:
         )
 
 
-def save_copy(conn: sqlite3.Connection, path: Path) -> Path:
-    """Write what ``conn`` holds to ``path`` (or beside it, if another file now has the name).
-    For a database deleted while open: the open connection still reads the deleted file."""
+def save_copy(conn: sqlite3.Connection, path: Path, *, beside: bool = False) -> Path:
+    """Write what ``conn`` holds to ``path`` (or beside it, ``NAME.saved-TIME``, if another
+    file now has the name or ``beside`` is asked). For a database deleted while open: the
+    open connection still reads the deleted file."""
     target = path
-    if path.exists():
-        target = path.with_name(f"{path.name}.saved-{time.strftime('%Y%m%d-%H%M%S')}")
+    if beside or path.exists():
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = path.with_name(f"{path.name}.saved-{stamp}")
+        if beside:  # a viewer's copy: never the name a writer's copy takes the same second
+            target = path.with_name(f"{path.name}.saved-{stamp}-{os.getpid()}")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = target.with_name(target.name + ".saving")
     tmp.unlink(missing_ok=True)
