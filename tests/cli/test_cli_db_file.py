@@ -222,3 +222,21 @@ def test_a_full_disk_fails_the_task_that_filled_it_and_keeps_what_was_stored(tui
         assert tui.sql("PRAGMA integrity_check") == [("ok",)]
     finally:
         subprocess.run(["umount", "-l", str(disk)])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a read-only tmpfs")
+def test_a_database_on_a_read_only_mount_says_so_and_what_to_do(tui: Tui) -> None:
+    """SQLite needs to make its -wal and -shm beside a WAL database even to read it; on a
+    read-only mount it says only "unable to open database file"."""
+    disk = tui.dir / "ro"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        tui.db = disk / "tui.db"
+        b = _stored(tui)
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        for args in (*READS, ("run", str(b))):
+            _refused(tui(*args), tui.db, "is not writable", f"cp {tui.db} ")
+    finally:
+        subprocess.run(["umount", "-l", str(disk)])

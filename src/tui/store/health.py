@@ -58,6 +58,13 @@ def explain(path: Path, e: sqlite3.Error, integrity: str = "") -> DatabaseFileEr
         return missing(path)
     if code == _CANTOPEN and not os.access(path, os.R_OK):
         return DatabaseFileError(f"cannot read database {path}: {_owner(path)}")
+    if code == _CANTOPEN and not os.access(path.parent, os.W_OK):  # a read-only mount too
+        return DatabaseFileError(
+            f"cannot open database {path}: its directory {path.parent} is not writable (a"
+            " read-only mount, or no write permission), and SQLite makes its -wal and -shm"
+            f" files there even to read. Use a copy (`cp {path} COPY.db`, then `--db"
+            " COPY.db`), or make the directory writable."
+        )
     return DatabaseFileError(f"cannot use database {path}: {e}")
 
 
