@@ -61,6 +61,21 @@ def test_a_damaged_database_is_named_with_what_to_do(tui: Tui, damage: str) -> N
     assert tui.db.read_bytes() == before  # nothing written into it
 
 
+def test_damaged_text_in_a_row_is_named_with_what_to_do(tui: Tui) -> None:
+    """Bytes flipped inside a stored line (the pages themselves intact): SQLite hands them
+    over, and decoding them must not end `tui logs` in a traceback."""
+    _stored(tui)
+    data = bytearray(tui.db.read_bytes())
+    at = data.find(b"12774\n12775")
+    assert at > 0 and not Path(f"{tui.db}-wal").exists()
+    data[at : at + 4] = b"\xff\xfe\xff\xfe"
+    tui.db.write_bytes(bytes(data))
+    res = tui("logs", "a")
+    _refused(res, tui.db, "is damaged", ".recover")
+    assert len(res.stderr) < 2000, res.stderr  # not the whole damaged chunk
+    assert [t["state"] for t in tui.ls()] == ["COMPLETED"]  # the rest still reads
+
+
 def _as_nobody(args: list[str], cwd: Path) -> Result:
     """`tui ARGS` as the user nobody: the test process forks and the child drops to nobody
     before running the same entry point as the `tui` script (the venv's interpreter lives

@@ -49,8 +49,10 @@ def explain(path: Path, e: sqlite3.Error, integrity: str = "") -> DatabaseFileEr
         return DatabaseFileError(f"cannot write database {path}: {_why_readonly(path)}")
     if code in (_CORRUPT, _NOTADB):
         found = f" `PRAGMA integrity_check` says: {integrity}." if integrity else ""
+        said = " ".join(str(e).split())  # may quote a whole damaged row: one short line
+        said = said if len(said) <= 160 else said[:160] + "…"
         return DatabaseFileError(
-            f"database {path} is damaged ({e}).{found} Restore it from a backup, or save what"
+            f"database {path} is damaged ({said}).{found} Restore it from a backup, or save what"
             f" can still be read: `sqlite3 {path} .recover > saved.sql`, then"
             " `sqlite3 NEW.db < saved.sql` and use `--db NEW.db`."
         )
@@ -127,6 +129,7 @@ def _code(e: BaseException) -> int:
         ("database or disk is full", _FULL),
         ("unable to open database", _CANTOPEN),
         ("disk i/o error", _IOERR),
+        ("could not decode to utf-8", _CORRUPT),  # bytes flipped inside a stored text value
     ):
         if needle in text:
             return c
