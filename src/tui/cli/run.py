@@ -141,14 +141,14 @@ async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
-    printer = _Printer(engine, as_json)
+    printer = _Printer(engine, Cursor(*since), as_json)
     following = None
     interrupted = False
     try:
         async with serving(
             engine, stop.set, foreground=True, reason="the `tui run` that owned the database ended"
         ):
-            following = asyncio.create_task(printer.follow(Cursor(*since)))
+            following = asyncio.create_task(printer.follow())
             ids = await engine.submit(tasks) if tasks else []
             scope = set(ids) | set(engine.unsettled_ids())
             if not scope:
@@ -181,14 +181,13 @@ class _Printer:
     runs, then the rest from the store once it has stopped (a cascade of 100,000 in one pass
     ends the run long before a terminal has shown its transitions)."""
 
-    def __init__(self, engine: Engine, as_json: bool) -> None:
-        self.engine, self.as_json = engine, as_json
+    def __init__(self, engine: Engine, since: Cursor, as_json: bool) -> None:
+        self.engine, self.since, self.as_json = engine, since, as_json
         self.names: dict[str, str] = {}
-        self.last = 0  # id of the last event handled
+        self.last = since.event_id  # id of the last event handled
 
-    async def follow(self, since: Cursor) -> None:
-        self.last = since.event_id
-        async for ev in self.engine.events(since):
+    async def follow(self) -> None:
+        async for ev in self.engine.events(self.since):
             if not isinstance(ev, OutputBatch):
                 await self._print(ev)
 
