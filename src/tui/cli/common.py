@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -215,6 +216,17 @@ def print_question(ev: EventRecord, name: str) -> None:
     )
 
 
+# Control characters but newline and tab: C0, DEL and C1 (0x9b alone starts a CSI sequence).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Text from a task file or an agent (a name, a reason, a question) as a terminal may be
+    sent it: an escape sequence could retitle, recolour or rewrite the screen, so each
+    control character is shown escaped (``\\x1b``) instead."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
+
+
 # How long a printed line may wait for others to share its write: far below what a person
 # watching notices, yet a busy run writes tens of times a second instead of once per loop turn.
 FLUSH_DELAY = 0.02
@@ -229,6 +241,7 @@ class _LineBatch:
         self._lines: list[str] = []
 
     def add(self, line: str) -> None:
+        line = printable(line)
         if not self._lines:
             try:
                 asyncio.get_running_loop().call_later(FLUSH_DELAY, self.flush)
