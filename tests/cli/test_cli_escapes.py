@@ -3,7 +3,7 @@ window, a cleared screen, colours) are shown escaped by `tui run` and `tui ls`."
 
 from __future__ import annotations
 
-from cli_support import Tui, shell_task, write_tasks
+from tests.cli.cli_support import Tui, shell_task, write_tasks
 
 HOSTILE = "evil\x1b]0;pwned\x07\x1b[2J\x9b31m"
 
