@@ -16,6 +16,7 @@ import pytest
 
 from tui.engine.scheduler import Engine
 from tui.model.task import Task
+from tui.procs.process import spawn
 from tui.store.db import Store
 from tui.store.records import QuestionRecord, RunRecord
 
@@ -126,6 +127,7 @@ class BareContext:
         self.late_answers: list[QuestionRecord] = []
         self.lines: list[tuple[int, str]] = []
         self.sessions: list[str] = []
+        self.spawner = spawn  # the agent a child of this process, not of a keeper
 
     async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         raise AssertionError("nothing to ask")

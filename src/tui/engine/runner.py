@@ -21,7 +21,8 @@ from tui.engine.adapter import Adapter, AdapterError, RunResult
 from tui.engine.output import LineCounter
 from tui.model.duration import format_duration
 from tui.model.states import State
-from tui.procs.process import Child, terminate_group
+from tui.procs.keeper_client import Keeper, KeeperLost, KeptChild
+from tui.procs.process import Child, Spawner, terminate_group
 from tui.store.records import QuestionRecord, RunRecord, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
@@ -148,8 +149,11 @@ def environ() -> dict[str, str]:
 class RunCtx:
     """The ``RunContext`` handed to adapters: the task, its history, and the host's services."""
 
-    def __init__(self, host: RunHost, run: Run, rec: TaskRecord, began: RunStart) -> None:
+    def __init__(
+        self, host: RunHost, run: Run, rec: TaskRecord, began: RunStart, spawner: Spawner
+    ) -> None:
         self._host = host
+        self.spawner = spawner
         self._run = run
         self.task = rec.task
         self.run_id = run.run_id
@@ -194,6 +198,12 @@ class LocalExecutor:
     def __init__(self, adapters: Mapping[str, Adapter], kill_grace: float = 5.0) -> None:
         self.adapters = adapters
         self.kill_grace = kill_grace
+        # Starts, reads and reaps the agents on the other core (tui.procs.keeper).
+        self.keeper = Keeper()
+
+    def prepare(self) -> None:
+        """The engine starts: so does the keeper, while the engine gets ready."""
+        self.keeper.start()
 
     async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
         watchdog = None
@@ -206,7 +216,12 @@ class LocalExecutor:
                     State.FAILED,
                     error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
                 )
-            return await adapter.run(RunCtx(host, run, rec, began))
+            result = await adapter.run(RunCtx(host, run, rec, began, self.keeper.spawn))
+            if isinstance(run.proc, KeptChild) and run.proc.lost:
+                return self._lost(run)
+            return result
+        except KeeperLost:
+            return self._lost(run)
         except AdapterError as e:
             return RunResult(State.FAILED, error=str(e))
         except asyncio.CancelledError:
@@ -221,7 +236,13 @@ class LocalExecutor:
                 await terminate_group(run.proc.pid, grace=0.5)
 
     async def close(self) -> None:
-        pass
+        await self.keeper.close()
+
+    @staticmethod
+    def _lost(run: Run) -> RunResult:
+        # Not the task's failure: its agent was killed because the keeper died.
+        run.kill_reason = run.kill_reason or "lost"
+        return RunResult(State.FAILED, error="the keeper process that ran the agent died")
 
     async def kill(self, run: Run) -> None:
         if run.proc is not None:

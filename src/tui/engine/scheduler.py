@@ -143,6 +143,9 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
     # -- life cycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
+        prepare = getattr(self.executor, "prepare", None)
+        if prepare is not None:  # e.g. the local executor's keeper starts meanwhile
+            prepare()
         for engine_id, pid, start in await self.store.engines():
             if _engine_alive(pid, start):
                 raise EngineBusy(
