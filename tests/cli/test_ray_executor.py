@@ -153,7 +153,8 @@ def test_labels_place_a_task_on_the_node_started_with_them(rtui: Tui, cluster: R
 def test_a_task_no_node_can_take_says_why_waits_and_cancels(
     rtui: Tui, resources: dict[str, object], said: str
 ) -> None:
-    tasks = [shell_task("nowhere", "echo ran", resources=resources)]
+    # Its timeout counts from a node taking it, not while it waits for one.
+    tasks = [shell_task("nowhere", "echo ran", resources=resources, timeout="1s")]
     run = rtui.popen("run", str(write_tasks(rtui.dir / "no.yaml", tasks)), "--executor", "ray")
     reason = f"[tui] no live Ray node has {said}; waiting for one (`tui cancel` stops this task)"
 
@@ -162,6 +163,9 @@ def test_a_task_no_node_can_take_says_why_waits_and_cancels(
         return (reason,) in said
 
     wait_until(told, "the reason it waits", RUN, run)
+    # Three times its timeout go by (the time a timeout is about, not a synchronisation).
+    with pytest.raises(pytest.fail.Exception):
+        wait_until(lambda: rtui.state_of("nowhere") != "RUNNING", "a timeout while waiting", 3, run)
     assert rtui.state_of("nowhere") == "RUNNING"
     res = rtui("cancel", "nowhere")  # ends the pending actor: no call to it that would wait
     assert res.returncode == 0, str(res)

@@ -218,6 +218,8 @@ class RayExecutor:
             return RunResult(State.FAILED, error="interrupted")
         watchdog = None
         if rec.task.timeout > 0:
+            # Its clock starts when a node has taken it ("node"), not while it waits for one.
+            run.pause_clock()
             watchdog = asyncio.create_task(watch_timeout(run, rec.task.timeout, self.kill))
         options = rec.task.resources.ray_options() if rec.task.resources else {}
         queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
@@ -265,6 +267,8 @@ class RayExecutor:
                         await host.session_started(run, event[1])
                     elif kind == "node":
                         self.nodes[run.run_id] = event[1]
+                        if not run.open_questions:
+                            run.resume_clock()
                         await host.node_started(run, event[1])
                     elif kind == "result":
                         result = RunResult(**event[1])
