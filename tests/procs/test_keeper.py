@@ -243,3 +243,19 @@ def _environ(pid: int) -> bytes:
         return Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return b""
+
+
+async def test_a_keeper_that_does_not_stop_when_told_is_killed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tui.procs.keeper_client as keeper_client
+
+    monkeypatch.setattr(keeper_client, "CLOSE_WAIT", 0.5)
+    k = Keeper()
+    await _communicate(await k.spawn(["true"], cwd=None, env=None))  # it is up
+    pid = k.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # it cannot read the stop
+    async with asyncio.timeout(10):
+        await k.close()
+    assert proc_start_time(pid) is None  # killed and reaped

@@ -143,9 +143,6 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
     # -- life cycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        prepare = getattr(self.executor, "prepare", None)
-        if prepare is not None:  # e.g. the local executor's keeper starts meanwhile
-            prepare()
         for engine_id, pid, start in await self.store.engines():
             if _engine_alive(pid, start):
                 raise EngineBusy(
@@ -154,6 +151,9 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
                 )
             await self.store.unregister_engine(engine_id)  # it died without saying so
         await self.store.register_engine(self.id, os.getpid(), proc_start_time(os.getpid()))
+        prepare = getattr(self.executor, "prepare", None)
+        if prepare is not None:  # e.g. the local executor's keeper: it starts while we recover
+            prepare()
         await self.stream.start()
         self.store.on_event = self._on_journal  # journal rows reach viewers in commit order
         await self._recover()

@@ -32,6 +32,7 @@ from tui.procs.process import Child, ProcIdentity, identity_alive
 __all__ = ["Keeper", "KeeperLost", "KeptChild"]
 
 _LEN = struct.Struct(">I")
+CLOSE_WAIT = 10.0  # seconds a stopping keeper has to exit
 _KEEPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keeper.py")
 
 
@@ -350,16 +351,24 @@ class Keeper:
         if self._link is not None and not self._link.done():
             with contextlib.suppress(Exception):
                 await self._link
+        if self._reaping is not None:  # a keeper that died before
+            await self._reaping
+            self._reaping = None
         if self._transport is None or self._popen is None:
             return
         self._stopping = True
         self._send(("stop",))
         self._flush()
         self._transport.write_eof()
-        if self._closed is not None:
-            await self._closed
         popen, self._popen = self._popen, None
-        await asyncio.to_thread(popen.wait)
+        try:
+            async with asyncio.timeout(CLOSE_WAIT):
+                if self._closed is not None:
+                    await self._closed
+                await asyncio.to_thread(popen.wait)
+        except TimeoutError:  # a keeper that does not go when told: it must not stay
+            popen.kill()
+            await asyncio.to_thread(popen.wait)
 
 
 def _abandon(fut: asyncio.Future[KeptChild]) -> None:
