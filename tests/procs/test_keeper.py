@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tui.procs.keeper import READ_CHUNK, WINDOW
 from tui.procs.keeper_client import Keeper, KeptChild
 from tui.procs.process import Child, OutPipe, proc_start_time
 
@@ -259,3 +260,31 @@ async def test_a_keeper_that_does_not_stop_when_told_is_killed(
     async with asyncio.timeout(10):
         await k.close()
     assert proc_start_time(pid) is None  # killed and reaped
+
+
+async def test_an_agent_whose_output_is_not_taken_waits_on_its_pipe(
+    keeper: Keeper, tmp_path: Path
+) -> None:
+    # Nobody reads the agent's stdout: the keeper forwards one window of it and then stops
+    # reading, so the agent blocks in write() (as with a pipe the engine read itself) and
+    # memory stays bounded; reading it then lets the agent go on to its end.
+    mark = tmp_path / "done"
+    size = 8 * WINDOW
+    script = f"import sys; sys.stdout.buffer.write(b'x' * {size}); open({str(mark)!r}, 'w')"
+    proc = await keeper.spawn([sys.executable, "-c", script], cwd=None, env=None)
+    assert isinstance(proc, KeptChild)
+    deadline = time.monotonic() + 30
+    while not (_wchan(proc.pid).endswith("pipe_write") and proc.out.queued >= WINDOW):
+        assert time.monotonic() < deadline, "the agent never had to wait for its reader"
+        await asyncio.sleep(0.01)
+    assert proc.out.queued <= WINDOW + READ_CHUNK
+    assert not mark.exists()
+    out, _, code = await _communicate(proc)
+    assert (len(out), code) == (size, 0) and mark.exists()
+
+
+def _wchan(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return ""

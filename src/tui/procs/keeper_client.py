@@ -56,6 +56,11 @@ class _FedReader:
     def at_eof(self) -> bool:
         return self._eof
 
+    @property
+    def queued(self) -> int:
+        """Bytes received, not yet read."""
+        return sum(map(len, self._chunks))
+
     def feed(self, data: bytes) -> None:
         if not data:
             self._eof = True
