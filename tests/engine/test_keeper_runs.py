@@ -9,6 +9,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import shell_task, wait_state
 from tui.engine.runner import LocalExecutor
 from tui.engine.scheduler import Engine
@@ -21,6 +23,7 @@ from tui.store.records import STDOUT
 def _keeper_pid(engine: Engine) -> int:
     executor = engine.executor
     assert isinstance(executor, LocalExecutor)
+    assert executor.keeper is not None
     pid = executor.keeper.pid
     assert pid is not None
     return pid
@@ -37,6 +40,20 @@ async def test_an_agent_is_the_keepers_child_and_its_row_names_it(store: Store) 
     (run,) = await store.runs(t.id)
     assert run.exit_code == 4 and run.pid is not None and run.pid == run.pgid
     assert run.proc_start  # the identity the keeper read when it started the agent
+
+
+async def test_without_a_keeper_the_agent_is_the_engines_child(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TUI_KEEPER", "0")
+    t = shell_task("ppid", 'echo "$PPID"')
+    async with Engine(store) as engine:
+        await engine.submit([t])
+        await asyncio.wait_for(engine.wait_settled([t.id]), 30)
+        executor = engine.executor
+        assert isinstance(executor, LocalExecutor) and executor.keeper is None
+    (line,) = [ln for ln in await store.read_output(t.id) if ln.stream == STDOUT]
+    assert int(line.text) == os.getpid()
 
 
 async def test_a_keeper_that_dies_interrupts_its_runs_and_they_run_again(

@@ -22,7 +22,7 @@ from tui.engine.output import LineCounter
 from tui.model.duration import format_duration
 from tui.model.states import State
 from tui.procs.keeper_client import Keeper, KeeperLost, KeptChild
-from tui.procs.process import Child, Spawner, terminate_group
+from tui.procs.process import Child, Spawner, spawn, terminate_group
 from tui.store.records import QuestionRecord, RunRecord, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 # learnt (see docs/daemon.md, "Crash safety").
 ENV_RUN_ID = "TUI_RUN_ID"
 ENV_ENGINE_ID = "TUI_ENGINE_ID"
+ENV_KEEPER = "TUI_KEEPER"  # "0": agents are started in the engine's process, not by a keeper
 
 
 @dataclass(eq=False)
@@ -198,12 +199,15 @@ class LocalExecutor:
     def __init__(self, adapters: Mapping[str, Adapter], kill_grace: float = 5.0) -> None:
         self.adapters = adapters
         self.kill_grace = kill_grace
-        # Starts, reads and reaps the agents on the other core (tui.procs.keeper).
-        self.keeper = Keeper()
+        # Starts, reads and reaps the agents on the other core (tui.procs.keeper); TUI_KEEPER=0
+        # starts them in this process instead (to compare, or where a keeper cannot run).
+        self.keeper: Keeper | None = None if os.environ.get(ENV_KEEPER) == "0" else Keeper()
+        self.spawner: Spawner = self.keeper.spawn if self.keeper is not None else spawn
 
     def prepare(self) -> None:
         """The engine starts: so does the keeper, while the engine gets ready."""
-        self.keeper.start()
+        if self.keeper is not None:
+            self.keeper.start()
 
     async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
         watchdog = None
@@ -216,7 +220,7 @@ class LocalExecutor:
                     State.FAILED,
                     error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
                 )
-            result = await adapter.run(RunCtx(host, run, rec, began, self.keeper.spawn))
+            result = await adapter.run(RunCtx(host, run, rec, began, self.spawner))
             if isinstance(run.proc, KeptChild) and run.proc.lost:
                 return self._lost(run)
             return result
@@ -236,7 +240,8 @@ class LocalExecutor:
                 await terminate_group(run.proc.pid, grace=0.5)
 
     async def close(self) -> None:
-        await self.keeper.close()
+        if self.keeper is not None:
+            await self.keeper.close()
 
     @staticmethod
     def _lost(run: Run) -> RunResult:
