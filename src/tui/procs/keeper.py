@@ -24,7 +24,7 @@ engine ends the group, then the pipes reach EOF). A stream is not read further w
 WINDOW bytes of it are in flight (sent, not yet taken by the engine): a slow consumer makes the
 agent wait on its pipe, as when the engine read the pipe itself.
 
-Popen runs on a few threads of the usual priority (the loop's is lowered): with vfork the
+Popen runs on a few threads: with vfork the
 parent waits until the child has exec'd (ms on a busy machine) with the GIL released, so starts
 overlap; the loop itself never waits for one.
 
@@ -51,7 +51,6 @@ from typing import Any
 READ_CHUNK = 256 * 1024
 WINDOW = 1 << 20  # bytes of one stream in flight before the keeper stops reading it
 SPAWN_THREADS = 4
-NICE = 4  # the loop thread's niceness above the engine's
 _LEN = struct.Struct(">I")
 
 
@@ -100,13 +99,6 @@ class Keeper:
         ]
         for t in self.spawners:
             t.start()
-        # The loop yields to the engine a little: woken by the engine's every request, at the
-        # same priority it would take the engine's core from it at once on a busy machine
-        # (measured: the DAG's wall time 10-15% longer; SCHED_BATCH did not help). The spawn
-        # threads keep the usual priority, and the agents they start inherit theirs.
-        with contextlib.suppress(OSError):
-            tid = threading.get_native_id()
-            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + NICE)
         self.started: collections.deque[_Started] = collections.deque()
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.sel.register(sock, selectors.EVENT_READ, self._from_engine)

@@ -33,6 +33,7 @@ __all__ = ["Keeper", "KeeperLost", "KeptChild"]
 
 _LEN = struct.Struct(">I")
 CLOSE_WAIT = 10.0  # seconds a stopping keeper has to exit
+PIPE_SIZE = 65536  # Linux's default pipe capacity: the most one read of an agent's pipe gave
 _KEEPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keeper.py")
 
 
@@ -82,12 +83,14 @@ class _FedReader:
                 self._waiter = None
         chunks = self._chunks
         data = chunks.popleft()
-        if chunks and len(data) < n:
-            # All that came meanwhile, up to n, as one read (as a pipe that filled up would
-            # give it): the keeper forwards each of its small reads as it makes them.
+        limit = min(n, PIPE_SIZE)
+        if chunks and len(data) < limit:
+            # What came meanwhile as one read, up to what a filled pipe would have given: the
+            # keeper forwards each of its small reads as it makes them (and the engine sizes
+            # its batches of lines by a pipe's reads).
             parts = [data]
             size = len(data)
-            while chunks and size + len(chunks[0]) <= n:
+            while chunks and size + len(chunks[0]) <= limit:
                 part = chunks.popleft()
                 parts.append(part)
                 size += len(part)
