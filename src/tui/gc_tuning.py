@@ -15,12 +15,16 @@ from collections.abc import Callable
 YOUNG = 50_000  # allocations between young collections (default 700)
 
 
-def tune_gc() -> Callable[[], None]:
+def tune_gc(*, collect: bool = True) -> Callable[[], None]:
     """Collect less often, and keep what exists now (modules, classes, widgets: all of it
     made at start-up and kept) out of every later full collection. Returns what undoes it,
-    for a process that goes on without what it froze (a test that ends an app)."""
+    for a process that goes on without what it froze (a test that ends an app).
+
+    ``collect=False`` (a command that tunes from its first instant, as `tui run` does) skips
+    the full collection first: there is next to nothing to free yet."""
     before = gc.get_threshold()
-    gc.collect()
+    if collect:
+        gc.collect()
     gc.freeze()
     gc.set_threshold(YOUNG, 20, 100)
 

@@ -61,6 +61,21 @@ def test_a_damaged_database_is_named_with_what_to_do(tui: Tui, damage: str) -> N
     assert tui.db.read_bytes() == before  # nothing written into it
 
 
+def test_damaged_text_in_a_row_is_named_with_what_to_do(tui: Tui) -> None:
+    """Bytes flipped inside a stored line (the pages themselves intact): SQLite hands them
+    over, and decoding them must not end `tui logs` in a traceback."""
+    _stored(tui)
+    data = bytearray(tui.db.read_bytes())
+    at = data.find(b"12774\n12775")
+    assert at > 0 and not Path(f"{tui.db}-wal").exists()
+    data[at : at + 4] = b"\xff\xfe\xff\xfe"
+    tui.db.write_bytes(bytes(data))
+    res = tui("logs", "a")
+    _refused(res, tui.db, "is damaged", ".recover")
+    assert len(res.stderr) < 2000, res.stderr  # not the whole damaged chunk
+    assert [t["state"] for t in tui.ls()] == ["COMPLETED"]  # the rest still reads
+
+
 def _as_nobody(args: list[str], cwd: Path) -> Result:
     """`tui ARGS` as the user nobody: the test process forks and the child drops to nobody
     before running the same entry point as the `tui` script (the venv's interpreter lives
@@ -220,5 +235,23 @@ def test_a_full_disk_fails_the_task_that_filled_it_and_keeps_what_was_stored(tui
         assert again.returncode == 0, str(again)
         assert tui("logs", "after").stdout.split() == [str(i) for i in range(1, 1001)]
         assert tui.sql("PRAGMA integrity_check") == [("ok",)]
+    finally:
+        subprocess.run(["umount", "-l", str(disk)])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a read-only tmpfs")
+def test_a_database_on_a_read_only_mount_says_so_and_what_to_do(tui: Tui) -> None:
+    """SQLite needs to make its -wal and -shm beside a WAL database even to read it; on a
+    read-only mount it says only "unable to open database file"."""
+    disk = tui.dir / "ro"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        tui.db = disk / "tui.db"
+        b = _stored(tui)
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        for args in (*READS, ("run", str(b))):
+            _refused(tui(*args), tui.db, "is not writable", f"cp {tui.db} ")
     finally:
         subprocess.run(["umount", "-l", str(disk)])

@@ -137,3 +137,27 @@ def test_stop_with_running_tasks_names_them_and_asks(tui: Tui) -> None:
     assert stopped.returncode == 0 and f"(pid {pid}) stopped" in stopped.stdout, str(stopped)
     assert status(tui)["running"] is False
     assert tui.state_of("long") == "QUEUED"  # interrupted: it runs again at the next start
+
+
+def test_a_failed_task_with_spaces_and_newlines_in_its_name_fails_the_run(tui: Tui) -> None:
+    """Through the daemon, `tui run` once split a reply on whitespace and exited 0 although a
+    task FAILED; names may hold spaces and newlines (ids may not)."""
+    assert tui("daemon", "start").returncode == 0
+    try:
+        f = write_tasks(
+            tui.dir / "odd.yaml",
+            [
+                shell_task("a name\nwith a newline", "exit 3", id="odd-1"),
+                shell_task("fine one", "true", id="odd-2"),
+            ],
+        )
+        res = tui("run", str(f))
+        assert res.returncode == 1, str(res)
+        assert "done: 1 completed, 1 failed" in res.stderr, str(res)
+        assert tui.state_of("a name\nwith a newline") == "FAILED"
+        assert tui.state_of("fine one") == "COMPLETED"
+        bad = write_tasks(tui.dir / "bad.yaml", [shell_task("x", "true", id="a b\nc")])
+        refused = tui("run", str(bad))
+        assert refused.returncode == 2 and "has characters an id may not have" in refused.stderr
+    finally:
+        tui("daemon", "stop")

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from cli_support import Tui, shell_task, write_tasks
 
@@ -19,11 +20,19 @@ try:
     code = main(sys.argv[1:])
 except SystemExit as e:
     code = e.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+# Modules imported but not executed yet (tui.engine.api: see tui.engine._OnFirstUse).
+lazy = sorted(n for n, m in list(sys.modules.items()) if type(m).__name__ == "_OnFirstUse")
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "lazy": lazy}), file=sys.stderr)
 """
 
 
 def loaded(tui: Tui, *args: str) -> set[str]:
+    """The modules ``tui ARGS...`` executed (imported and not left lazy)."""
+    report = _report(tui, *args)
+    return set(report["modules"]) - set(report["lazy"])
+
+
+def _report(tui: Tui, *args: str) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, *args],
         capture_output=True,
@@ -32,9 +41,9 @@ def loaded(tui: Tui, *args: str) -> set[str]:
         cwd=tui.dir,
         stdin=subprocess.DEVNULL,
     )
-    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    report: dict[str, Any] = json.loads(proc.stderr.strip().splitlines()[-1])
     assert report["code"] in (0, None), proc.stderr
-    return set(report["modules"])
+    return report
 
 
 def _ui(modules: set[str]) -> list[str]:
@@ -69,4 +78,35 @@ def test_run_without_a_schema_never_imports_jsonschema(tui: Tui, tmp_path: Path)
     run = loaded(tui, "run", str(f), "--db", str(tui.db))
     assert "tui.model.output_format" in run  # the model that would have imported it
     assert sorted(m for m in run if m.split(".")[0] in ("jsonschema", "referencing")) == []
+    assert tui.state_of("plain") == "COMPLETED"
+
+
+def test_run_of_plain_tasks_never_imports_xml_sax_or_simpleeval(tui: Tui, tmp_path: Path) -> None:
+    """xml.sax (with urllib and http, ~6 ms) escapes only a task's variables for its agent;
+    simpleeval evaluates only `when:`/`until:` conditions."""
+    f = write_tasks(tmp_path / "t.yaml", [shell_task("plain", "true")])
+    run = loaded(tui, "run", str(f), "--db", str(tui.db))
+    assert "tui.model.system_parts" in run and "tui.engine.conditions" in run
+    assert sorted(m for m in run if m.split(".")[0] == "simpleeval" or m == "xml.sax") == []
+    assert tui.state_of("plain") == "COMPLETED"
+
+
+def test_run_with_no_xml_templates_never_imports_an_xml_parser(tui: Tui, tmp_path: Path) -> None:
+    """The config is read by every `tui run`; its XML templates' parser (xml.etree and
+    defusedxml, ~3 ms) only when a templates folder has files."""
+    f = write_tasks(tmp_path / "t.yaml", [shell_task("plain", "true")])
+    run = loaded(tui, "run", str(f), "--db", str(tui.db))
+    assert "tui.config.xml_templates" in run
+    assert sorted(m for m in run if m.startswith(("xml.etree", "defusedxml"))) == []
+
+
+def test_run_that_no_client_talks_to_never_builds_the_api_messages(
+    tui: Tui, tmp_path: Path
+) -> None:
+    """tui.engine.api's ~40 message classes (~9 ms) are built when a message is first made or
+    read: a `tui run` that no other client talks to needs none of them."""
+    f = write_tasks(tmp_path / "t.yaml", [shell_task("plain", "true")])
+    run = loaded(tui, "run", str(f), "--db", str(tui.db))
+    assert "tui.engine.scheduler" in run and "tui.daemon.server" in run
+    assert "tui.engine.api" not in run
     assert tui.state_of("plain") == "COMPLETED"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui.engine.adapter import RunResult
-from tui.engine.end_log import MAX_RECORD, Ended, EndLog, ends_path
+from tui.engine.end_log import KEEP_BYTES, MAX_RECORD, Ended, EndLog, ends_path
 from tui.model.states import State
 
 
@@ -49,16 +49,61 @@ def test_a_database_that_is_no_file_keeps_no_end_log() -> None:
     assert ends_path("") is None
 
 
-def test_the_log_starts_empty_once_no_end_is_outstanding(tmp_path: Path) -> None:
+def test_the_log_starts_empty_once_no_end_is_outstanding_and_it_has_grown(
+    tmp_path: Path,
+) -> None:
+    """Ends already committed may stay a while (recovery finishes only runs still open), but
+    the file never grows much past KEEP_BYTES."""
     path = tmp_path / "tui.db-ends"
     log = EndLog(path)
     assert log.write(ended(1, 0)) and log.write(ended(2, 0))
     log.done()  # run 1 committed; run 2 not yet
     assert list(EndLog(path).read()) == [1, 2]
     log.done()
-    assert path.stat().st_size == 0
+    assert list(EndLog(path).read()) == [1, 2]  # small: not worth a truncate per run
+    sizes = []
+    for run_id in range(3, 3 + KEEP_BYTES // 100):  # records are longer than 100 bytes
+        assert log.write(ended(run_id, 0))
+        log.done()
+        sizes.append(path.stat().st_size)
+    assert 0 in sizes  # emptied on the way
+    assert max(sizes) <= KEEP_BYTES + 1024  # once past KEEP_BYTES, by one record at most
     huge = ended(3, 0)
     huge.chunks.append(("t3", 3, 1, 3, 1.5, "x" * MAX_RECORD, 1))
+    before = path.stat().st_size
     assert not log.write(huge)  # not recorded: it would take the database's room
-    assert path.stat().st_size == 0
+    assert path.stat().st_size == before
+    log.close()
+
+
+def test_a_record_holds_every_field_of_the_end(tmp_path: Path) -> None:
+    """Written by hand (not dataclasses.asdict): a field added to Ended or RunResult and
+    left out of the record would come back missing after a crash."""
+    path = tmp_path / "tui.db-ends"
+    log = EndLog(path)
+    full = Ended(
+        run_id=7,
+        task_id="t7",
+        attempt=2,
+        outcome=State.FAILED,
+        error="exit code 3",
+        stored='{"a": 1}',
+        result=RunResult(
+            State.FAILED,
+            exit_code=3,
+            error="boom",
+            cost_usd=0.25,
+            tokens_in=10,
+            tokens_out=20,
+            session_id="s-1",
+            result="r",
+        ),
+        kill_reason="timeout",
+        seq=5,
+        raw_seq=4,
+        chunks=[("t7", 7, 1, 5, 1.5, "a\nb", 2)],
+        raw=[("t7", 7, 4, 1.5, "{}")],
+    )
+    assert log.write(full)
+    assert EndLog(path).read() == {7: full}
     log.close()

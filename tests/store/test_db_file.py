@@ -53,3 +53,27 @@ async def test_opening_for_reading_never_creates(tmp_path: Path) -> None:
     with pytest.raises(DatabaseFileError, match="no database at"):
         await Store.open(tmp_path / "sub" / "t.db", create=False)
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_reader_leaves_the_path_to_the_store_that_wrote(tmp_path: Path) -> None:
+    """A viewer (a `tui run` following the daemon) and the daemon both have the file open
+    when it is deleted. The viewer wrote nothing: closing first, it must not take the path
+    with its older copy, or the daemon's newer one ends up beside it as `.saved-TIME`."""
+    path = tmp_path / "t.db"
+    daemon = await Store.open(path)
+    await daemon.insert_tasks([_task("before")], approved=True)
+    viewer = await Store.open(path, create=False)
+    assert [r.name for r in await viewer.list_tasks()] == ["before"]
+    path.unlink()
+    await daemon.insert_tasks([_task("after")], approved=True)  # in the deleted file only
+    await viewer.close()
+    assert not path.exists()
+    await daemon.insert_tasks([_task("last")], approved=True)  # after the viewer's copy
+    await daemon.close()
+    restored = await Store.open(path, create=False)
+    assert sorted(r.name for r in await restored.list_tasks()) == ["after", "before", "last"]
+    await restored.close()
+    (beside,) = tmp_path.glob("t.db.saved-*")  # the viewer's own copy, out of the way
+    old = await Store.open(beside, create=False)
+    assert sorted(r.name for r in await old.list_tasks()) == ["after", "before"]
+    await old.close()

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -127,6 +128,18 @@ def ignored_settings(
     )
 
 
+_stamped: tuple[int, str] = (-1, "")
+
+
+def _stamp(at: float) -> str:
+    """``HH:MM:SS`` of ``at``, formatted once a second (a burst of transitions shares it)."""
+    global _stamped
+    second = int(at)  # what localtime(at) shows: it drops the fraction too
+    if _stamped[0] != second:
+        _stamped = (second, time.strftime("%H:%M:%S", time.localtime(second)))
+    return _stamped[1]
+
+
 def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
     if as_json:
         line = json.dumps(
@@ -140,7 +153,7 @@ def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
             }
         )
     else:
-        stamp = time.strftime("%H:%M:%S", time.localtime(ev.at))
+        stamp = _stamp(ev.at)
         frm = ev.from_state or "new"
         reason = f"  {ev.reason}" if ev.reason else ""
         line = f"{stamp} {name:<24} {frm:>15} → {ev.to_state:<15}{reason}"
@@ -149,7 +162,7 @@ def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
 
 def print_hook_failure(ev: EventRecord, name: str) -> None:
     """``12:00:01 build  hook on_complete failed: exit code 7: <its last stderr line>``."""
-    stamp = time.strftime("%H:%M:%S", time.localtime(ev.at))
+    stamp = _stamp(ev.at)
     said = str(ev.data.get("stderr") or "").strip().splitlines()[-1:]
     tail = f": {said[0]}" if said else ""
     hook, error = ev.data.get("hook"), ev.data.get("error")
@@ -173,7 +186,7 @@ def print_question(ev: EventRecord, name: str) -> None:
     ref = str(data.get("question_id", ""))[:8]
     kind = data.get("kind", "question")
     payload = data.get("payload") or {}
-    stamp = time.strftime("%H:%M:%S", time.localtime(ev.at))
+    stamp = _stamp(ev.at)
     if kind == "review":
         _lines.add(f"{stamp} {name:<24} waits for review")
         task = shlex.quote(name)
@@ -203,17 +216,35 @@ def print_question(ev: EventRecord, name: str) -> None:
     )
 
 
+# Control characters but newline and tab: C0, DEL and C1 (0x9b alone starts a CSI sequence).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Text from a task file or an agent (a name, a reason, a question) as a terminal may be
+    sent it: an escape sequence could retitle, recolour or rewrite the screen, so each
+    control character is shown escaped (``\\x1b``) instead."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
+
+
+# How long a printed line may wait for others to share its write: far below what a person
+# watching notices, yet a busy run writes tens of times a second instead of once per loop turn.
+FLUSH_DELAY = 0.02
+
+
 class _LineBatch:
-    """stdout lines written once per event-loop turn: a burst of transitions is one write,
-    yet each line is out before the loop next waits (a person watching sees it at once)."""
+    """stdout lines written together: a burst of transitions is one write, each line out
+    within FLUSH_DELAY (a person watching sees it at once). Whatever is held is written
+    before a message to stderr (``err``), and when the command ends (``tui.cli.main``)."""
 
     def __init__(self) -> None:
         self._lines: list[str] = []
 
     def add(self, line: str) -> None:
+        line = printable(line)
         if not self._lines:
             try:
-                asyncio.get_running_loop().call_soon(self.flush)
+                asyncio.get_running_loop().call_later(FLUSH_DELAY, self.flush)
             except RuntimeError:  # no loop: write it now
                 print(line, flush=True)
                 return

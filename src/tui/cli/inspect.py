@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from tui.cli.common import err, open_store
+from tui.cli.common import err, open_store, printable
 from tui.daemon.lifecycle import attach, ensure
 from tui.daemon.remote import DaemonStopped, RemoteEngine
 from tui.engine import api
@@ -36,7 +36,7 @@ async def cmd_ls(args: argparse.Namespace) -> int:
     if records:
         print(f"{'ID':<8}  {'NAME':<24} {'STATE':<15} {'TRY':>5} {'COST':>8}  {'AGENT':<8} NOTE")
     for r, depth in tree_order(records, lambda r: r.id, lambda r: r.task.parent_task_id):
-        print(_ls_line(r, names, depth))
+        print(printable(_ls_line(r, names, depth)))
     return 0
 
 

@@ -141,13 +141,14 @@ async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
-    printer = None
+    printer = _Printer(engine, Cursor(*since), as_json)
+    following = None
     interrupted = False
     try:
         async with serving(
             engine, stop.set, foreground=True, reason="the `tui run` that owned the database ended"
         ):
-            printer = asyncio.create_task(_print_events(engine, Cursor(*since), as_json))
+            following = asyncio.create_task(printer.follow())
             ids = await engine.submit(tasks) if tasks else []
             scope = set(ids) | set(engine.unsettled_ids())
             if not scope:
@@ -167,28 +168,45 @@ async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         await engine.stop()
-        await asyncio.sleep(0)  # let the printer see the last events
-        if printer:
-            printer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await printer
+        if following:
+            await printer.finish(following)
     if interrupted:
         err("interrupted: running tasks were stopped; `tui run` continues them")
         return 130
     return _summary([(await engine.get(i)) for i in sorted(scope)])
 
 
-async def _print_events(engine: Engine, since: Cursor, as_json: bool) -> None:
-    names: dict[str, str] = {}
-    async for ev in engine.events(since):
-        if isinstance(ev, OutputBatch):
-            continue
-        if ev.task_id not in names:
-            rec = await engine.get(ev.task_id) or await engine.store.get_task(ev.task_id)
-            if rec is None:
-                continue
-            names[ev.task_id] = rec.name
-        _print_event(ev, names[ev.task_id], as_json)
+class _Printer:
+    """A foreground run's transitions, each printed once and in order: live while the engine
+    runs, then the rest from the store once it has stopped (a cascade of 100,000 in one pass
+    ends the run long before a terminal has shown its transitions)."""
+
+    def __init__(self, engine: Engine, since: Cursor, as_json: bool) -> None:
+        self.engine, self.since, self.as_json = engine, since, as_json
+        self.names: dict[str, str] = {}
+        self.last = since.event_id  # id of the last event handled
+
+    async def follow(self) -> None:
+        async for ev in self.engine.events(self.since):
+            if not isinstance(ev, OutputBatch):
+                await self._print(ev)
+
+    async def finish(self, following: asyncio.Task[None]) -> None:
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
+        while evs := await self.engine.store.read_events(self.last):
+            for ev in evs:
+                await self._print(ev)
+
+    async def _print(self, ev: EventRecord) -> None:
+        name = self.names.get(ev.task_id)
+        if name is None:
+            rec = await self.engine.get(ev.task_id) or await self.engine.store.get_task(ev.task_id)
+            name = self.names[ev.task_id] = rec.name if rec else ""
+        if name:
+            _print_event(ev, name, self.as_json)
+        self.last = ev.id  # no await since printing: a cancel here cannot print it twice
 
 
 def _print_event(ev: EventRecord, name: str, as_json: bool) -> None:

@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import re
 import textwrap
-import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
-
-import defusedxml.ElementTree as DefusedET
-from defusedxml import DefusedXmlException
+from typing import TYPE_CHECKING, Any
 
 from tui.model.issues import Issue
 from tui.model.limits import MAX_DEPTH, UnreadableInput, read_bounded
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 TEMPLATE_DIR = "templates"
 _TOP = (
@@ -86,6 +85,13 @@ def read_xml_templates(path: Path, warnings: list[Issue]) -> list[tuple[str, dic
     if re.search(r"<!(DOCTYPE|ENTITY)", text):
         warn("", "DOCTYPE and entity declarations are not allowed", "remove it; write plain XML")
         return []
+    # Imported here: every command that reads the config (each `tui run`) would pay ~3 ms
+    # for them, and most configs have no templates folder.
+    import xml.etree.ElementTree as ET
+
+    import defusedxml.ElementTree as DefusedET
+    from defusedxml import DefusedXmlException
+
     try:
         # Wrapped, so a file may hold several <task> elements side by side. No DTD, so no
         # entities to expand (billion laughs) or fetch (external entities).

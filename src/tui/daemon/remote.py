@@ -24,7 +24,7 @@ from tui.engine.events import Cursor, Event, Notice, advance
 from tui.engine.scheduler import EngineError
 from tui.model.task import Task
 
-R = TypeVar("R", bound=api.Reply)
+R = TypeVar("R", bound="api.Reply")  # a string: api is executed on first use (tui.engine)
 
 RECONNECT_EVERY = 0.2  # seconds between attempts while the daemon is away
 RECONNECT_TIMEOUT = 30.0  # how long a query waits for a daemon to come back

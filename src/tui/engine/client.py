@@ -19,7 +19,7 @@ from tui.engine.scheduler import Engine
 from tui.model.task import Task
 from tui.store.records import OutputLine, QuestionRecord, TaskRecord
 
-R = TypeVar("R", bound=api.Reply)
+R = TypeVar("R", bound="api.Reply")  # a string: api is executed on first use (tui.engine)
 
 
 class Client:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from simpleeval import EvalWithCompoundTypes, InvalidExpression
-
 from tui.engine.workflow import WorkflowError
 from tui.model.needs import CONDITION_FUNCTIONS
 
@@ -25,6 +23,8 @@ def holds(
 ) -> bool:
     """Whether ``expr`` is true for these dependencies (and ``names``: ``until:``'s
     ``result`` and ``iteration``); WorkflowError saying why it cannot be evaluated."""
+    from simpleeval import EvalWithCompoundTypes, InvalidExpression  # only tasks with when:
+
     evaluator = EvalWithCompoundTypes(
         names={"needs": needs, **(names or {}), **_NAMES}, functions=dict(CONDITION_FUNCTIONS)
     )

@@ -38,13 +38,18 @@ class RunQueue:
         be stale: cancelled, or queued twice after a retry), stale entries are dropped.
         ``most``: pick at most that many.
         """
-        running = sum(busy.values())
-        taken: Counter[str] = Counter()
         picked: list[str] = []
-        held: list[tuple[int, int, str]] = []
-        free = self.concurrency - running
+        free = self.concurrency - sum(busy.values())
         if most is not None:
             free = min(free, most)
+        if not self.agent_limits:  # no type is held back: the first runnable ones, in order
+            while self._heap and len(picked) < free:
+                task_id = heapq.heappop(self._heap)[2]
+                if task_id not in picked and runnable(task_id):
+                    picked.append(task_id)
+            return picked
+        taken: Counter[str] = Counter()
+        held: list[tuple[int, int, str]] = []
         while self._heap and len(picked) < free:
             item = heapq.heappop(self._heap)
             task_id = item[2]

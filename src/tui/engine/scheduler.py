@@ -27,10 +27,9 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.engine.adapter import Adapter, declared_adapters
-from tui.engine.api import Message, Reply
 from tui.engine.children import Children
 from tui.engine.clock import Clock, RealClock
 from tui.engine.dispatch import Dispatch
@@ -55,6 +54,9 @@ from tui.model.workflow import FileDefaults
 from tui.procs.process import Child, ProcIdentity, identity_alive, proc_start_time
 from tui.store.db import DiskFullError, Store, StoreError
 from tui.store.records import EventRecord, OutputLine, TaskRecord
+
+if TYPE_CHECKING:
+    from tui.engine.api import Message, Reply
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +231,7 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
                 await self._check_pending(rec.id)
             elif rec.approved and self.graph.open_deps(rec.id) == 0:
                 ready.append(rec.id)
-        await asyncio.gather(*(self._check_pending(task_id) for task_id in ready))
+        await self._check_pending_all(ready)
         for e in finish:  # agents that had exited, their output stored: not run again
             await self._finish_ended(e)
         if self.end_log is not None:
@@ -272,7 +274,7 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
                 raise EngineError(str(e)) from None
             self._index(records)
             # Together, so their transitions share store round trips (in this order).
-            await asyncio.gather(*(self._check_pending(rec.id) for rec in records))
+            await self._check_pending_all([rec.id for rec in records])
         await self._changed_now()
         return [t.id for t in tasks]
 

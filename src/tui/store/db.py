@@ -57,6 +57,7 @@ class Store:
         self._db = db
         self.path = path
         self._identity = identity
+        self._changes_at_open = -1  # rows changed by the connection when opened (see close)
 
     @property
     def on_event(self) -> Callable[[EventRecord], None] | None:
@@ -93,6 +94,7 @@ class Store:
             if not existed:
                 os.chmod(p, 0o600)  # task text and output can hold secrets
             await db.call(setup, write=False)
+            changes = await db.run(lambda conn: conn.total_changes)
             identity = health.FileIdentity.of(p)
         except DatabaseFileError:
             await db.close()
@@ -103,7 +105,9 @@ class Store:
         except BaseException:
             await db.close()
             raise
-        return cls(db, p, identity)
+        store = cls(db, p, identity)
+        store._changes_at_open = changes
+        return store
 
     def check_file(self) -> None:
         """Raise :class:`DatabaseFileError` unless the path still names the file this store has
@@ -112,15 +116,23 @@ class Store:
 
     async def close(self) -> None:
         """Close; if the file was deleted or replaced meanwhile, first save what this store
-        has open (see :func:`health.save_copy`), so that nothing it wrote is lost. Closing
-        again does nothing."""
+        has open (see :func:`health.save_copy`), so that nothing it wrote is lost. A store
+        that wrote nothing (a viewer of the daemon's database) saves beside the path, never
+        at it: the writer still holding the file saves a newer copy there. Closing again
+        does nothing."""
         if self._db.closed:
             return
         try:
             self.check_file()
         except DatabaseFileError as e:
-            where = await self._db.run(lambda conn: health.save_copy(conn, self.path))
-            log.error("%s; saved what it held to %s", e, where)
+            wrote = await self._db.run(lambda conn: conn.total_changes) != self._changes_at_open
+            try:
+                where = await self._db.run(
+                    lambda conn: health.save_copy(conn, self.path, beside=not wrote)
+                )
+                log.error("%s; saved what it held to %s", e, where)
+            except (OSError, sqlite3.Error) as failed:
+                log.error("%s; could not save what it held: %s", e, failed)
         await self._db.close()
 
     # -- tasks -------------------------------------------------------------------------------

@@ -49,8 +49,10 @@ def explain(path: Path, e: sqlite3.Error, integrity: str = "") -> DatabaseFileEr
         return DatabaseFileError(f"cannot write database {path}: {_why_readonly(path)}")
     if code in (_CORRUPT, _NOTADB):
         found = f" `PRAGMA integrity_check` says: {integrity}." if integrity else ""
+        said = " ".join(str(e).split())  # may quote a whole damaged row: one short line
+        said = said if len(said) <= 160 else said[:160] + "…"
         return DatabaseFileError(
-            f"database {path} is damaged ({e}).{found} Restore it from a backup, or save what"
+            f"database {path} is damaged ({said}).{found} Restore it from a backup, or save what"
             f" can still be read: `sqlite3 {path} .recover > saved.sql`, then"
             " `sqlite3 NEW.db < saved.sql` and use `--db NEW.db`."
         )
@@ -58,6 +60,13 @@ def explain(path: Path, e: sqlite3.Error, integrity: str = "") -> DatabaseFileEr
         return missing(path)
     if code == _CANTOPEN and not os.access(path, os.R_OK):
         return DatabaseFileError(f"cannot read database {path}: {_owner(path)}")
+    if code == _CANTOPEN and not os.access(path.parent, os.W_OK):  # a read-only mount too
+        return DatabaseFileError(
+            f"cannot open database {path}: its directory {path.parent} is not writable (a"
+            " read-only mount, or no write permission), and SQLite makes its -wal and -shm"
+            f" files there even to read. Use a copy (`cp {path} COPY.db`, then `--db"
+            " COPY.db`), or make the directory writable."
+        )
     return DatabaseFileError(f"cannot use database {path}: {e}")
 
 
@@ -120,6 +129,7 @@ def _code(e: BaseException) -> int:
         ("database or disk is full", _FULL),
         ("unable to open database", _CANTOPEN),
         ("disk i/o error", _IOERR),
+        ("could not decode to utf-8", _CORRUPT),  # bytes flipped inside a stored text value
     ):
         if needle in text:
             return c
@@ -184,12 +194,16 @@ def check_header(path: Path) -> None:
         )
 
 
-def save_copy(conn: sqlite3.Connection, path: Path) -> Path:
-    """Write what ``conn`` holds to ``path`` (or beside it, if another file now has the name).
-    For a database deleted while open: the open connection still reads the deleted file."""
+def save_copy(conn: sqlite3.Connection, path: Path, *, beside: bool = False) -> Path:
+    """Write what ``conn`` holds to ``path`` (or beside it, ``NAME.saved-TIME``, if another
+    file now has the name or ``beside`` is asked). For a database deleted while open: the
+    open connection still reads the deleted file."""
     target = path
-    if path.exists():
-        target = path.with_name(f"{path.name}.saved-{time.strftime('%Y%m%d-%H%M%S')}")
+    if beside or path.exists():
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = path.with_name(f"{path.name}.saved-{stamp}")
+        if beside:  # a viewer's copy: never the name a writer's copy takes the same second
+            target = path.with_name(f"{path.name}.saved-{stamp}-{os.getpid()}")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = target.with_name(target.name + ".saving")
     tmp.unlink(missing_ok=True)
