@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import stored
 from tui.engine.scheduler import Engine
 from tui.model.task import Task
+from tui.procs.process import spawn
 from tui.store.db import Store
 from tui.store.records import QuestionRecord, RunRecord, TaskRecord
 
@@ -128,6 +129,7 @@ class BareContext:
         self.late_answers: list[QuestionRecord] = []
         self.lines: list[tuple[int, str]] = []
         self.sessions: list[str] = []
+        self.spawner = spawn  # the agent a child of this process, not of a keeper
 
     async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         raise AssertionError("nothing to ask")

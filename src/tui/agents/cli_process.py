@@ -24,7 +24,7 @@ from tui.engine.adapter import AdapterError, RunContext, RunResult
 from tui.model.states import State
 from tui.model.task import AgentConfig
 from tui.procs.lines import LineSplitter
-from tui.procs.process import Child, PipeReader, spawn, terminate_group
+from tui.procs.process import Child, InPipe, OutPipe, terminate_group
 from tui.store.records import RAW, STDERR, STDOUT
 
 READ_CHUNK = 256 * 1024
@@ -61,12 +61,12 @@ async def run_cli(
     keep_open = on_start is not None
     pipe = asyncio.subprocess.PIPE if stdin is not None or keep_open else asyncio.subprocess.DEVNULL
     try:
-        proc = await spawn(argv, cwd=cwd, env=env, stdin=pipe, executable=executable)
+        proc = await ctx.spawner(argv, cwd=cwd, env=env, stdin=pipe, executable=executable)
     except OSError:
         if fallback is None:
             raise
         argv, env = fallback
-        proc = await spawn(argv, cwd=cwd, env=env, stdin=pipe)
+        proc = await ctx.spawner(argv, cwd=cwd, env=env, stdin=pipe)
     readers: asyncio.Future[Any] | None = None
     try:
         await ctx.process_started(proc)
@@ -127,7 +127,7 @@ async def run_plain(
 
 
 async def _read(
-    stream: PipeReader, on_lines: OnLines, on_bytes: Callable[[bytes], None] | None = None
+    stream: OutPipe, on_lines: OnLines, on_bytes: Callable[[bytes], None] | None = None
 ) -> None:
     chunk = await stream.read(READ_CHUNK)
     if not chunk:  # most commands print nothing on one of their streams: no decoder for it
@@ -144,7 +144,7 @@ async def _read(
         chunk = await stream.read(READ_CHUNK)
 
 
-async def _feed(stdin: asyncio.StreamWriter, data: bytes, *, close: bool) -> None:
+async def _feed(stdin: InPipe, data: bytes, *, close: bool) -> None:
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         stdin.write(data)
         await stdin.drain()

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from tui.model.agent_kinds import KINDS
 from tui.model.states import State
 from tui.model.task import Task
-from tui.procs.process import Child
+from tui.procs.process import Child, Spawner
 from tui.store.records import QuestionRecord, RunRecord
 
 
@@ -51,6 +51,8 @@ class RunContext(Protocol):
     # A person's messages while the agent runs (agent kinds with ``messages``): the text, and
     # a future to set to whether it reached the agent.
     inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]]
+    # Starts the agent's process (tui.procs.process.spawn, or the engine's keeper).
+    spawner: Spawner
 
     async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """Wait (task READY) for a person: kind is question | approval. None = expired."""

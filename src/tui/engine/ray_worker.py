@@ -25,7 +25,7 @@ from typing import Any
 from tui.engine.adapter import AdapterError, RunResult, declared_adapters
 from tui.model.states import State
 from tui.model.task import Task
-from tui.procs.process import Child, terminate_group
+from tui.procs.process import Child, spawn, terminate_group
 from tui.store.records import QuestionRecord, RunRecord
 
 # Lines held before the adapter waits for the engine to take them (output backpressure).
@@ -82,6 +82,7 @@ class WorkerCtx:
         self.late_answers: list[QuestionRecord] = spec["late_answers"]
         # A person's messages to the agent, forwarded by the engine (``TaskRunner.message``).
         self.inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] = asyncio.Queue()
+        self.spawner = spawn  # the worker's agents are its own children
         # This node's environment (with what the executor forwards through the runtime env),
         # then the task's own, then the run's markers; `tui` beside this Python on PATH.
         path = os.environ.get("PATH", os.defpath)

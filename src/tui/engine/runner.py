@@ -21,7 +21,8 @@ from tui.engine.adapter import Adapter, AdapterError, RunResult
 from tui.engine.output import LineCounter
 from tui.model.duration import format_duration
 from tui.model.states import State
-from tui.procs.process import Child, terminate_group
+from tui.procs.keeper_client import Keeper, KeeperLost, KeptChild
+from tui.procs.process import Child, Spawner, spawn, terminate_group
 from tui.store.records import QuestionRecord, RunRecord, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 # learnt (see docs/daemon.md, "Crash safety").
 ENV_RUN_ID = "TUI_RUN_ID"
 ENV_ENGINE_ID = "TUI_ENGINE_ID"
+ENV_KEEPER = "TUI_KEEPER"  # "0": agents are started in the engine's process, not by a keeper
 
 
 @dataclass(eq=False)
@@ -148,8 +150,11 @@ def environ() -> dict[str, str]:
 class RunCtx:
     """The ``RunContext`` handed to adapters: the task, its history, and the host's services."""
 
-    def __init__(self, host: RunHost, run: Run, rec: TaskRecord, began: RunStart) -> None:
+    def __init__(
+        self, host: RunHost, run: Run, rec: TaskRecord, began: RunStart, spawner: Spawner
+    ) -> None:
         self._host = host
+        self.spawner = spawner
         self._run = run
         self.task = rec.task
         self.run_id = run.run_id
@@ -194,6 +199,15 @@ class LocalExecutor:
     def __init__(self, adapters: Mapping[str, Adapter], kill_grace: float = 5.0) -> None:
         self.adapters = adapters
         self.kill_grace = kill_grace
+        # Starts, reads and reaps the agents on the other core (tui.procs.keeper); TUI_KEEPER=0
+        # starts them in this process instead (to compare, or where a keeper cannot run).
+        self.keeper: Keeper | None = None if os.environ.get(ENV_KEEPER) == "0" else Keeper()
+        self.spawner: Spawner = self.keeper.spawn if self.keeper is not None else spawn
+
+    def prepare(self) -> None:
+        """The engine starts: so does the keeper, while the engine gets ready."""
+        if self.keeper is not None:
+            self.keeper.start()
 
     async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
         watchdog = None
@@ -206,7 +220,12 @@ class LocalExecutor:
                     State.FAILED,
                     error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
                 )
-            return await adapter.run(RunCtx(host, run, rec, began))
+            result = await adapter.run(RunCtx(host, run, rec, began, self.spawner))
+            if isinstance(run.proc, KeptChild) and run.proc.lost:
+                return self._lost(run)
+            return result
+        except KeeperLost:
+            return self._lost(run)
         except AdapterError as e:
             return RunResult(State.FAILED, error=str(e))
         except asyncio.CancelledError:
@@ -221,7 +240,14 @@ class LocalExecutor:
                 await terminate_group(run.proc.pid, grace=0.5)
 
     async def close(self) -> None:
-        pass
+        if self.keeper is not None:
+            await self.keeper.close()
+
+    @staticmethod
+    def _lost(run: Run) -> RunResult:
+        # Not the task's failure: its agent was killed because the keeper died.
+        run.kill_reason = run.kill_reason or "lost"
+        return RunResult(State.FAILED, error="the keeper process that ran the agent died")
 
     async def kill(self, run: Run) -> None:
         if run.proc is not None:

@@ -153,6 +153,9 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
                 )
             await self.store.unregister_engine(engine_id)  # it died without saying so
         await self.store.register_engine(self.id, os.getpid(), proc_start_time(os.getpid()))
+        prepare = getattr(self.executor, "prepare", None)
+        if prepare is not None:  # e.g. the local executor's keeper: it starts while we recover
+            prepare()
         await self.stream.start()
         self.store.on_event = self._on_journal  # journal rows reach viewers in commit order
         await self._recover()

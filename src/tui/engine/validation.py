@@ -22,7 +22,7 @@ from tui.model.duration import format_duration
 from tui.model.output_format import KEPT, OutputFormat, OutputFormatError, parse_result
 from tui.model.task import Task
 from tui.procs.lines import LineSplitter
-from tui.procs.process import PipeReader, spawn, terminate_group
+from tui.procs.process import OutPipe, spawn, terminate_group
 from tui.store.records import TaskRecord
 
 KEEP_LINES = 40  # of the command's output, stored with the task (the last ones)
@@ -99,7 +99,7 @@ async def run_validator(
         finally:
             proc.stdin.close()
 
-    async def collect(pipe: PipeReader) -> None:
+    async def collect(pipe: OutPipe) -> None:
         splitter, read = LineSplitter(), 0
         while chunk := await pipe.read(65536):
             if read < READ_LIMIT:

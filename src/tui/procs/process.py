@@ -24,8 +24,11 @@ from typing import NamedTuple, Protocol
 
 __all__ = [
     "Child",
+    "InPipe",
+    "OutPipe",
     "PipeReader",
     "ProcIdentity",
+    "Spawner",
     "group_identities",
     "group_members",
     "identity_alive",
@@ -181,13 +184,64 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
+class OutPipe(Protocol):
+    """A child's stdout or stderr as its reader sees it (a pipe of ours, or the keeper's)."""
+
+    async def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes as soon as any are there; b"" at the end (and ever after)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class InPipe(Protocol):
+    """A child's stdin as its writer sees it (``asyncio.StreamWriter`` is one)."""
+
+    def write(self, data: bytes) -> None: ...
+    async def drain(self) -> None: ...
+    def close(self) -> None: ...
+    def is_closing(self) -> bool: ...
+
+
 class Child:
     """A started agent process: its pipes, and its exit code the moment it exits.
 
-    Leaner than ``asyncio.subprocess.Process`` (no transports or protocols for pipes that
-    are simply read), and ``wait()`` means the leader's exit: it does not also wait for pipes
-    that a background job may hold open forever.
+    ``wait()`` means the leader's exit: it does not also wait for pipes that a background job
+    may hold open forever. Started here (:func:`spawn`) or by an engine's keeper
+    (tui.procs.keeper_client); callers see no difference.
     """
+
+    def __init__(self, pid: int, stdin: InPipe | None, stdout: OutPipe, stderr: OutPipe) -> None:
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode: int | None = None
+        self._exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    def _exit(self, code: int) -> None:
+        self.returncode = code
+        if not self._exited.done():
+            self._exited.set_result(code)
+
+    async def wait(self) -> int:
+        """The leader's exit code (negative: killed by that signal)."""
+        return await asyncio.shield(self._exited)
+
+    def identity(self) -> ProcIdentity:
+        """Who this child is, pid reuse aside (start time 0: it was never seen alive)."""
+        raise NotImplementedError
+
+    def close_pipes(self) -> None:
+        self.stdout.close()
+        self.stderr.close()
+        if self.stdin is not None and not self.stdin.is_closing():
+            self.stdin.close()
+
+
+class _PopenChild(Child):
+    """A child of this process, leaner than ``asyncio.subprocess.Process`` (no transports or
+    protocols for pipes that are simply read)."""
 
     def __init__(
         self,
@@ -196,14 +250,9 @@ class Child:
         stdout: PipeReader,
         stderr: PipeReader,
     ) -> None:
+        super().__init__(popen.pid, stdin, stdout, stderr)
         self._popen = popen
-        self.pid = popen.pid
-        self.stdin = stdin
-        self.stdout = stdout
-        self.stderr = stderr
-        self.returncode: int | None = None
         loop = asyncio.get_running_loop()
-        self._exited: asyncio.Future[int] = loop.create_future()
         try:
             pidfd = os.pidfd_open(self.pid)
         except OSError:  # no pidfd (old kernel): a thread blocks in waitpid instead
@@ -229,28 +278,17 @@ class Child:
 
     def _exit(self, code: int) -> None:
         # Popen must know too, or it would think the child still runs when collected.
-        self.returncode = self._popen.returncode = code
-        if not self._exited.done():
-            self._exited.set_result(code)
-
-    async def wait(self) -> int:
-        """The leader's exit code (negative: killed by that signal)."""
-        return await asyncio.shield(self._exited)
+        self._popen.returncode = code
+        super()._exit(code)
 
     def identity(self) -> ProcIdentity:
-        """Who this child is, pid reuse aside. Reading /proc right after the start can wait
-        a millisecond (until the child's exec is through): the engine calls this off the loop.
-        The start time is 0 (never alive) once the child has been reaped."""
+        """Reading /proc right after the start can wait a millisecond (until the child's exec
+        is through): the engine calls this off the loop. The start time is 0 (never alive)
+        once the child has been reaped."""
         st = _read_stat(self.pid)
         # The ppid check rejects a stat that belongs to a reused pid.
         start = st.start_time if st is not None and st.ppid == os.getpid() else 0
         return ProcIdentity(pid=self.pid, pgid=self.pid, start_time=start)
-
-    def close_pipes(self) -> None:
-        self.stdout.close()
-        self.stderr.close()
-        if self.stdin is not None and not self.stdin.is_closing():
-            self.stdin.close()
 
 
 # Popen runs on these threads, not on the event loop: with vfork the parent waits until the
@@ -355,7 +393,21 @@ async def spawn(
             lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), pipe
         )
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return Child(popen, writer, PipeReader(out_r), PipeReader(err_r))
+    return _PopenChild(popen, writer, PipeReader(out_r), PipeReader(err_r))
+
+
+class Spawner(Protocol):
+    """:func:`spawn`, or an engine keeper's ``spawn`` (the same arguments and meaning)."""
+
+    async def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: int = subprocess.DEVNULL,
+        executable: str | None = None,
+    ) -> Child: ...
 
 
 class _HasReturncode(Protocol):

@@ -1,0 +1,388 @@
+"""The engine's side of its keeper (tui.procs.keeper): agents started, read and reaped by a
+process of their own, seen here as ordinary :class:`Child` objects.
+
+Starting a process costs its parent's main thread the fork and exec (``_posixsubprocess``
+holds the GIL through them), and every child's pipes and pidfd cost a selector add and remove
+each. The keeper does all of it on the other core; the engine gets, per turn of the keeper's
+loop, one frame with every start, output chunk and exit of that turn, and sends its own
+requests batched the same way (one write per turn of its loop).
+
+A keeper that dies ends what it ran: each live group is killed and its child ends as killed
+with ``lost`` set (the executor treats the run as interrupted, not failed); a spawn under way
+raises :class:`KeeperLost`. The next spawn starts a new keeper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import os
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tui.procs.process import Child, ProcIdentity, identity_alive
+
+__all__ = ["Keeper", "KeeperLost", "KeptChild"]
+
+_LEN = struct.Struct(">I")
+CLOSE_WAIT = 10.0  # seconds a stopping keeper has to exit
+PIPE_SIZE = 65536  # Linux's default pipe capacity: the most one read of an agent's pipe gave
+_KEEPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keeper.py")
+
+
+class KeeperLost(Exception):
+    """The keeper process died while starting an agent."""
+
+
+class _FedReader:
+    """A stream of a kept child, fed by the keeper's ``out`` messages."""
+
+    def __init__(self, keeper: Keeper, key: int, stream: int) -> None:
+        self._keeper = keeper
+        self._key = key
+        self._stream = stream
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._eof = False  # the keeper said so
+        self._closed = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    @property
+    def at_eof(self) -> bool:
+        return self._eof
+
+    @property
+    def queued(self) -> int:
+        """Bytes received, not yet read."""
+        return sum(map(len, self._chunks))
+
+    def feed(self, data: bytes) -> None:
+        if not data:
+            self._eof = True
+        if self._closed:
+            return
+        if data:
+            self._chunks.append(data)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def read(self, n: int) -> bytes:
+        while not self._chunks:
+            if self._eof or self._closed:
+                return b""
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        chunks = self._chunks
+        data = chunks.popleft()
+        limit = min(n, PIPE_SIZE)
+        if chunks and len(data) < limit:
+            # What came meanwhile as one read, up to what a filled pipe would have given: the
+            # keeper forwards each of its small reads as it makes them (and the engine sizes
+            # its batches of lines by a pipe's reads).
+            parts = [data]
+            size = len(data)
+            while chunks and size + len(chunks[0]) <= limit:
+                part = chunks.popleft()
+                parts.append(part)
+                size += len(part)
+            data = b"".join(parts)
+        if len(data) > n:
+            data, rest = data[:n], data[n:]
+            chunks.appendleft(rest)
+        self._keeper._send(("read", self._key, self._stream, len(data)))
+        return data
+
+    def close(self) -> None:
+        self._closed = True
+        self._chunks.clear()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+
+class _KeptStdin:
+    """A kept child's stdin: writes go to the keeper, which writes them to the pipe."""
+
+    def __init__(self, keeper: Keeper, key: int) -> None:
+        self._keeper = keeper
+        self._key = key
+        self._closed = False
+
+    def write(self, data: bytes) -> None:
+        if self._closed:
+            raise BrokenPipeError("stdin is closed")
+        self._keeper._send(("stdin", self._key, bytes(data)))
+
+    async def drain(self) -> None:
+        if self._keeper._transport is None:
+            raise ConnectionResetError("the keeper is gone")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._keeper._send(("stdin", self._key, None))
+
+    def is_closing(self) -> bool:
+        return self._closed
+
+
+class KeptChild(Child):
+    """An agent the keeper started: its pipes and exit arrive as the keeper's messages."""
+
+    def __init__(self, keeper: Keeper, key: int, pid: int, start: int, stdin: bool) -> None:
+        self.key = key
+        self._keeper = keeper
+        self._start = start
+        self.lost = False  # the keeper died while this child ran
+        self.out = _FedReader(keeper, key, 1)
+        self.err = _FedReader(keeper, key, 2)
+        super().__init__(pid, _KeptStdin(keeper, key) if stdin else None, self.out, self.err)
+
+    def identity(self) -> ProcIdentity:
+        return ProcIdentity(pid=self.pid, pgid=self.pid, start_time=self._start)
+
+    def close_pipes(self) -> None:
+        done = self.returncode is not None and self.out.at_eof and self.err.at_eof
+        super().close_pipes()
+        if self._keeper._children.pop(self.key, None) is not None and not done:
+            self._keeper._send(("forget", self.key))  # else the keeper forgot it already
+
+    def _lose(self) -> None:
+        """The keeper died: end this child's group (it is no longer anyone's child to watch)."""
+        if self.returncode is None:
+            self.lost = True
+            if identity_alive(self.identity()):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
+            self._exit(-signal.SIGKILL)
+        self.out.feed(b"")
+        self.err.feed(b"")
+        if self.stdin is not None:
+            self.stdin.close()
+
+
+class _Link(asyncio.Protocol):
+    def __init__(self, keeper: Keeper) -> None:
+        self._keeper = keeper
+        self._buf = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        buf = self._buf
+        buf += data
+        start = 0
+        end = len(buf)
+        while end - start >= 4:
+            (size,) = _LEN.unpack_from(buf, start)
+            if end - start - 4 < size:
+                break
+            messages = pickle.loads(memoryview(buf)[start + 4 : start + 4 + size])
+            start += 4 + size
+            self._keeper._received(messages)
+        if start:
+            del buf[:start]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._keeper._gone()
+
+
+class Keeper:
+    """One engine's keeper process and the children it runs for the engine."""
+
+    def __init__(self) -> None:
+        self._popen: subprocess.Popen[bytes] | None = None
+        self._link: asyncio.Future[None] | None = None  # the keeper started, its socket open
+        self._reaping: asyncio.Future[int] | None = None
+        self._transport: asyncio.Transport | None = None
+        self._base: dict[str, str] = {}
+        self._next = 0
+        self._pending: dict[int, tuple[asyncio.Future[KeptChild], bool]] = {}
+        self._children: dict[int, KeptChild] = {}
+        self._outbox: list[tuple[Any, ...]] = []
+        self._closed: asyncio.Future[None] | None = None
+        self._stopping = False
+
+    def start(self) -> None:
+        """Start the keeper process now, without waiting for it (it gets going while the
+        engine does; requests wait in the socket until it reads them). Idempotent."""
+        if self._link is None:
+            self._link = asyncio.ensure_future(self._connect())
+
+    async def _connect(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._popen = subprocess.Popen(
+                [sys.executable, "-I", "-S", _KEEPER, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C meant for the engine's terminal is not its
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._stopping = False
+        loop = asyncio.get_running_loop()
+        self._closed = loop.create_future()
+        transport, _ = await loop.connect_accepted_socket(lambda: _Link(self), ours)
+        self._transport = transport
+        # The environment every spawn is told as a difference from.
+        self._base = dict(os.environ)
+        self._send(("base", self._base))
+
+    @property
+    def pid(self) -> int | None:
+        return self._popen.pid if self._popen is not None else None
+
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: int = subprocess.DEVNULL,
+        executable: str | None = None,
+    ) -> Child:
+        """As :func:`tui.procs.process.spawn`, the process started by the keeper."""
+        if isinstance(argv, str | bytes) or not argv:
+            raise ValueError("argv must be a non-empty sequence of arguments, not a string")
+        self.start()
+        assert self._link is not None
+        if not self._link.done():
+            await asyncio.shield(self._link)
+        self._link.result()
+        key = self._next = self._next + 1
+        env_set, env_unset = self._env_diff(env)
+        # Relative to our working directory, which is not the keeper's once we chdir.
+        cwd = os.path.join(os.getcwd(), cwd) if cwd is not None else os.getcwd()
+        fut: asyncio.Future[KeptChild] = asyncio.get_running_loop().create_future()
+        want_stdin = stdin == subprocess.PIPE
+        self._pending[key] = (fut, want_stdin)
+        self._send(
+            (
+                "spawn",
+                key,
+                [os.fspath(a) for a in argv],
+                env_set,
+                env_unset,
+                cwd,
+                executable,
+                want_stdin,
+            )
+        )
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            # The child will start all the same: it must not outlive this call.
+            fut.add_done_callback(_abandon)
+            raise
+
+    def _env_diff(self, env: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]:
+        """``env`` as what differs from the keeper's base (most of it is the same)."""
+        if env is None:
+            env = os.environ
+        base = self._base
+        return (
+            {k: v for k, v in env.items() if base.get(k) != v},
+            [k for k in base if k not in env],
+        )
+
+    # -- the socket ----------------------------------------------------------------------------
+
+    def _send(self, msg: tuple[Any, ...]) -> None:
+        if self._transport is None:
+            return
+        if not self._outbox:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outbox.append(msg)
+
+    def _flush(self) -> None:
+        if not self._outbox or self._transport is None:
+            self._outbox.clear()
+            return
+        data = pickle.dumps(self._outbox, pickle.HIGHEST_PROTOCOL)
+        self._outbox.clear()
+        self._transport.write(_LEN.pack(len(data)) + data)
+
+    def _received(self, messages: list[tuple[Any, ...]]) -> None:
+        children = self._children
+        for msg in messages:
+            kind = msg[0]
+            if kind == "out":
+                child = children.get(msg[1])
+                if child is not None:
+                    (child.out if msg[2] == 1 else child.err).feed(msg[3])
+            elif kind == "exited":
+                child = children.get(msg[1])
+                if child is not None:
+                    child._exit(msg[2])
+            elif kind == "spawned":
+                fut, want_stdin = self._pending.pop(msg[1])
+                child = KeptChild(self, msg[1], msg[2], msg[3], want_stdin)
+                children[msg[1]] = child
+                fut.set_result(child)
+            elif kind == "failed":
+                fut, _ = self._pending.pop(msg[1])
+                _, _, errno, message, filename = msg
+                exc: Exception = OSError(errno, message, filename) if errno else ValueError(message)
+                fut.set_exception(exc)
+
+    def _gone(self) -> None:
+        self._transport = None
+        self._link = None  # the next spawn starts a new keeper
+        if not self._stopping and self._popen is not None:
+            popen, self._popen = self._popen, None
+            self._reaping = asyncio.ensure_future(asyncio.to_thread(popen.wait))
+        self._outbox.clear()
+        for fut, _ in self._pending.values():
+            if not fut.done():
+                fut.set_exception(KeeperLost("the keeper process that starts agents died"))
+        self._pending.clear()
+        children = list(self._children.values())
+        self._children.clear()
+        for child in children:
+            child._lose()
+        if self._closed is not None and not self._closed.done():
+            self._closed.set_result(None)
+
+    async def close(self) -> None:
+        """Stop the keeper (the engine has ended every run) and reap it."""
+        if self._link is not None and not self._link.done():
+            with contextlib.suppress(Exception):
+                await self._link
+        if self._reaping is not None:  # a keeper that died before
+            await self._reaping
+            self._reaping = None
+        if self._transport is None or self._popen is None:
+            return
+        self._stopping = True
+        self._send(("stop",))
+        self._flush()
+        self._transport.write_eof()
+        popen, self._popen = self._popen, None
+        try:
+            async with asyncio.timeout(CLOSE_WAIT):
+                if self._closed is not None:
+                    await self._closed
+                await asyncio.to_thread(popen.wait)
+        except TimeoutError:  # a keeper that does not go when told: it must not stay
+            popen.kill()
+            await asyncio.to_thread(popen.wait)
+
+
+def _abandon(fut: asyncio.Future[KeptChild]) -> None:
+    if fut.cancelled() or fut.exception() is not None:
+        return
+    child = fut.result()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.close_pipes()

@@ -1,0 +1,288 @@
+"""The keeper (tui.procs.keeper) starts, reads and reaps agents for the engine: real keeper
+processes, real children."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tui.procs.keeper import READ_CHUNK, WINDOW
+from tui.procs.keeper_client import Keeper, KeptChild
+from tui.procs.process import Child, OutPipe, proc_start_time
+
+
+@pytest.fixture
+async def keeper() -> AsyncIterator[Keeper]:
+    k = Keeper()
+    k.start()
+    try:
+        yield k
+    finally:
+        await k.close()
+
+
+async def _read_all(pipe: OutPipe) -> bytes:
+    out = b""
+    while chunk := await pipe.read(65536):
+        out += chunk
+    return out
+
+
+async def _communicate(proc: Child) -> tuple[bytes, bytes, int]:
+    async with asyncio.timeout(30):
+        out, err, code = await asyncio.gather(
+            _read_all(proc.stdout), _read_all(proc.stderr), proc.wait()
+        )
+    proc.close_pipes()
+    return out, err, code
+
+
+def _ppid(pid: int) -> int:
+    raw = Path(f"/proc/{pid}/stat").read_bytes()
+    return int(raw[raw.rfind(b")") + 1 :].split()[1])
+
+
+async def _gone(pid: int, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while proc_start_time(pid) is not None and not _zombie(pid):
+        assert time.monotonic() < deadline, f"{what} {pid} was left behind"
+        await asyncio.sleep(0.01)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    return raw[raw.rfind(b")") + 2 :].startswith(b"Z")
+
+
+@pytest.mark.parametrize("where", ["cwd", "moved", "here"])
+async def test_a_kept_child_runs_as_spawn_would_start_it(
+    keeper: Keeper, tmp_path: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its own session and group, its cwd and env (a variable set, one removed), its output and
+    # exit code; its parent is the keeper, not this process. (In the keeper's own directory
+    # the keeper starts it with posix_spawn, elsewhere through Popen.)
+    if where == "moved":  # we moved since the keeper started: the agent starts where we are
+        monkeypatch.chdir(tmp_path)
+    expected_dir = os.getcwd() if where == "here" else str(tmp_path)
+    os.environ["TUI_KEEPER_TEST_GONE"] = "x"
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "TUI_KEEPER_TEST_GONE"}
+        env["TUI_KEEPER_TEST"] = "yes ✓"
+        script = (
+            'echo "$TUI_KEEPER_TEST|${TUI_KEEPER_TEST_GONE-unset}|$(pwd)|$PPID"; '
+            "ps -o sid=,pgid= -p $$; echo err >&2; exit 3"
+        )
+        cwd = str(tmp_path) if where == "cwd" else None
+        proc = await keeper.spawn(["bash", "-c", script], cwd=cwd, env=env)
+        assert isinstance(proc, KeptChild)
+        out, err, code = await _communicate(proc)
+    finally:
+        del os.environ["TUI_KEEPER_TEST_GONE"]
+    first, ids = out.decode().splitlines()
+    assert first == f"yes ✓|unset|{expected_dir}|{keeper.pid}"
+    assert ids.split() == [str(proc.pid), str(proc.pid)]
+    assert (err, code) == (b"err\n", 3)
+    assert keeper.pid != os.getpid()
+
+
+async def test_stdin_is_written_then_closed(keeper: Keeper) -> None:
+    proc = await keeper.spawn(["cat"], cwd=None, env=None, stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.write(b"one\n")
+    await proc.stdin.drain()
+    proc.stdin.write(b"two" * 100_000)  # more than a pipe holds: the keeper writes it in parts
+    proc.stdin.close()
+    out, _, code = await _communicate(proc)
+    assert out == b"one\n" + b"two" * 100_000 and code == 0
+
+
+async def test_a_command_that_cannot_start_raises_as_spawn_does(keeper: Keeper) -> None:
+    with pytest.raises(FileNotFoundError):
+        await keeper.spawn(["/nonexistent/agent-cli"], cwd=None, env=None)
+    with pytest.raises(FileNotFoundError):
+        await keeper.spawn(["true"], cwd="/nonexistent-dir", env=None)
+    # The keeper goes on.
+    proc = await keeper.spawn(["true"], cwd=None, env=None)
+    assert (await _communicate(proc))[2] == 0
+
+
+async def test_the_identity_is_the_agent_itself(keeper: Keeper) -> None:
+    proc = await keeper.spawn(["sleep", "30"], cwd=None, env=None)
+    try:
+        ident = proc.identity()
+        assert (ident.pid, ident.pgid, ident.start_time) == (
+            proc.pid,
+            proc.pid,
+            proc_start_time(proc.pid),
+        )
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert (await _communicate(proc))[2] == -signal.SIGKILL
+
+
+async def test_many_children_and_large_output_arrive_whole_and_in_order(keeper: Keeper) -> None:
+    # 8 MB through each of two streams (far past the keeper's window: it pauses and resumes
+    # reading), beside 200 short children.
+    big = (
+        "import sys\n"
+        "for i in range(400_000): sys.stdout.write(f'{i:019d}\\n')\n"
+        "sys.stderr.write('e' * 8_000_000)\n"
+    )
+    loud = await keeper.spawn([sys.executable, "-c", big], cwd=None, env=None)
+    quiet = await asyncio.gather(
+        *(
+            keeper.spawn(["sh", "-c", f"echo {i}; exit {i % 7}"], cwd=None, env=None)
+            for i in range(200)
+        )
+    )
+    results = await asyncio.gather(*(_communicate(p) for p in quiet))
+    assert [(o, c) for o, _, c in results] == [(f"{i}\n".encode(), i % 7) for i in range(200)]
+    out, err, code = await _communicate(loud)
+    assert code == 0
+    assert out == b"".join(f"{i:019d}\n".encode() for i in range(400_000))
+    assert err == b"e" * 8_000_000
+
+
+async def test_a_dead_keeper_ends_its_agents_and_the_next_spawn_starts_another(
+    keeper: Keeper,
+) -> None:
+    proc = await keeper.spawn(["sh", "-c", "sleep 300 & sleep 300"], cwd=None, env=None)
+    assert isinstance(proc, KeptChild)
+    first = keeper.pid
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    async with asyncio.timeout(10):
+        code = await proc.wait()
+    assert code == -signal.SIGKILL and proc.lost
+    assert await _read_all(proc.stdout) == b""
+    deadline = time.monotonic() + 10
+    while True:  # the whole group, the background sleep too
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the agent's group outlived its keeper"
+        await asyncio.sleep(0.01)
+    proc.close_pipes()
+    again = await keeper.spawn(["sh", "-c", "echo $PPID"], cwd=None, env=None)
+    out, _, code = await _communicate(again)
+    assert code == 0 and int(out) == keeper.pid != first
+
+
+def test_an_engine_killed_takes_its_agents_with_it(tmp_path: Path) -> None:
+    # The keeper sees its engine's end of the socket close: it kills the groups it started
+    # (phase 1: nothing may run on unwatched; the next engine runs those tasks again).
+    engine = (
+        "import asyncio, sys\n"
+        "from tui.procs.keeper_client import Keeper\n"
+        "async def main():\n"
+        "    k = Keeper()\n"
+        "    p = await k.spawn(['sh', '-c', 'sleep 300 & sleep 300'], cwd=None, env=None)\n"
+        "    print(p.pid, k.pid, flush=True)\n"
+        "    await asyncio.sleep(300)\n"
+        "asyncio.run(main())\n"
+    )
+    eng = subprocess.Popen([sys.executable, "-c", engine], stdout=subprocess.PIPE)
+    try:
+        assert eng.stdout is not None
+        agent, keeper_pid = map(int, eng.stdout.readline().split())
+        eng.kill()
+        eng.wait()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                os.killpg(agent, 0)
+            except ProcessLookupError:
+                break
+            assert time.monotonic() < deadline, "the agent outlived its engine and keeper"
+            time.sleep(0.01)
+        while proc_start_time(keeper_pid) is not None and not _zombie(keeper_pid):
+            assert time.monotonic() < deadline, "the keeper outlived its engine"
+            time.sleep(0.01)
+    finally:
+        with contextlib.suppress(ProcessLookupError, UnboundLocalError):
+            os.killpg(agent, signal.SIGKILL)
+
+
+async def test_a_spawn_cancelled_midway_leaves_no_process(keeper: Keeper) -> None:
+    marker = f"TUI_KEEPER_CANCEL={os.getpid()}-{time.monotonic_ns()}".encode()
+    env = {**os.environ, "TUI_KEEPER_CANCEL": marker.split(b"=", 1)[1].decode()}
+    await _communicate(await keeper.spawn(["true"], cwd=None, env=None))  # the keeper is up
+    task = asyncio.create_task(keeper.spawn(["sleep", "300"], cwd=None, env=env))
+    await asyncio.sleep(0)  # the request is on its way
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The keeper answers in order: once a later spawn is back, the cancelled one was too.
+    await _communicate(await keeper.spawn(["true"], cwd=None, env=None))
+    deadline = time.monotonic() + 10
+    while left := [pid for pid in _pids() if marker in _environ(pid) and not _zombie(pid)]:
+        assert time.monotonic() < deadline, f"the cancelled child {left} was left behind"
+        await asyncio.sleep(0.01)
+
+
+def _pids() -> list[int]:
+    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+async def test_a_keeper_that_does_not_stop_when_told_is_killed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tui.procs.keeper_client as keeper_client
+
+    monkeypatch.setattr(keeper_client, "CLOSE_WAIT", 0.5)
+    k = Keeper()
+    await _communicate(await k.spawn(["true"], cwd=None, env=None))  # it is up
+    pid = k.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # it cannot read the stop
+    async with asyncio.timeout(10):
+        await k.close()
+    assert proc_start_time(pid) is None  # killed and reaped
+
+
+async def test_an_agent_whose_output_is_not_taken_waits_on_its_pipe(
+    keeper: Keeper, tmp_path: Path
+) -> None:
+    # Nobody reads the agent's stdout: the keeper forwards one window of it and then stops
+    # reading, so the agent blocks in write() (as with a pipe the engine read itself) and
+    # memory stays bounded; reading it then lets the agent go on to its end.
+    mark = tmp_path / "done"
+    size = 8 * WINDOW
+    script = f"import sys; sys.stdout.buffer.write(b'x' * {size}); open({str(mark)!r}, 'w')"
+    proc = await keeper.spawn([sys.executable, "-c", script], cwd=None, env=None)
+    assert isinstance(proc, KeptChild)
+    deadline = time.monotonic() + 30
+    while not (_wchan(proc.pid).endswith("pipe_write") and proc.out.queued >= WINDOW):
+        assert time.monotonic() < deadline, "the agent never had to wait for its reader"
+        await asyncio.sleep(0.01)
+    assert proc.out.queued <= WINDOW + READ_CHUNK
+    assert not mark.exists()
+    out, _, code = await _communicate(proc)
+    assert (len(out), code) == (size, 0) and mark.exists()
+
+
+def _wchan(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return ""
