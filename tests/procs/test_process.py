@@ -19,7 +19,7 @@ import pytest
 
 from tui.procs.process import (
     Child,
-    PipeReader,
+    OutPipe,
     ProcIdentity,
     group_identities,
     group_members,
@@ -45,7 +45,7 @@ def _kill_leftovers(idents: Sequence[ProcIdentity]) -> None:
                 os.kill(i.pid, signal.SIGKILL)
 
 
-async def _readline(reader: PipeReader) -> bytes:
+async def _readline(reader: OutPipe) -> bytes:
     """One line, a byte at a time (tests read a few short lines only)."""
     line = b""
     while not line.endswith(b"\n"):
@@ -56,7 +56,7 @@ async def _readline(reader: PipeReader) -> bytes:
     return line
 
 
-async def _read_all(reader: PipeReader) -> bytes:
+async def _read_all(reader: OutPipe) -> bytes:
     out = b""
     while chunk := await reader.read(65536):
         out += chunk
