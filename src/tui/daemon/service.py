@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tui.daemon.memory import trim_when_grown
 from tui.daemon.paths import DaemonPaths
 from tui.daemon.redact import RedactingFormatter
 from tui.engine.scheduler import EngineError
@@ -114,8 +115,10 @@ async def serve(
             # Detached from any terminal: a hang-up is not a reason to stop the agents.
             loop.add_signal_handler(signal.SIGHUP, lambda: None)
             watch = asyncio.create_task(_watch_file(store, server))
+            trim = asyncio.create_task(trim_when_grown())  # a burst's freed heap goes back
             await stop.wait()
             watch.cancel()
+            trim.cancel()
             log.info("stopping")
             await server.close(server.problem or "the daemon was stopped")
         finally:
