@@ -90,7 +90,19 @@ def build_db(path: Path, n_tasks: int, big_log: int = 0, lines_per_task: int = 2
         tid = f"{i:08x}-0000-4000-8000-{i:012x}"
         spec["id"], spec["name"] = tid, f"task-{i:06d}"
         tasks.append(
-            (tid, spec["name"], json.dumps(spec), State.COMPLETED.value, rank, i, 1, 1, now, now)
+            # The spec as the store writes it (model_dump_json: compact, no spaces).
+            (
+                tid,
+                spec["name"],
+                json.dumps(spec, separators=(",", ":")),
+                State.COMPLETED.value,
+                rank,
+                i,
+                1,
+                1,
+                now,
+                now,
+            )
         )
         runs.append((i, tid, 1, "bench", now - 5, now - 1, 0, "completed"))
         if i != 1 or not big_log:
