@@ -3,10 +3,13 @@ per project in the status line — with real tasks run in real directories."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 from tests.app.app_support import screen_text, until
 from tests.conftest import owned_engine, shell_task
+from tui.app.projects import project_of
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.task_list import TaskList
 from tui.store.db import Store
@@ -46,3 +49,24 @@ async def test_one_project_shows_no_column_or_counts(store: Store, tmp_path: Pat
         async with app.run_test(size=(120, 40)) as pilot:
             await until(pilot, lambda: "solo" in screen_text(app), "the task")
             assert "PROJECT" not in screen_text(app)
+
+
+async def test_project_read_from_stored_specs_without_being_fooled(store: Store) -> None:
+    """The list tells an empty project from the stored spec's text when it can (10,000 tasks
+    are not parsed for it): text that only looks like the field, in a description, and a spec
+    stored with spaces (an older writer) give the project the spec says."""
+    empty = shell_task("no-project", "true")
+    empty.description = 'says "project_dir":"/srv/shop" in words'
+    shop = shell_task("in-shop", "true")
+    shop.agent.project_dir = "/srv/shop"
+    shop.description = 'says "project_dir":"" in words'
+    await store.insert_tasks([empty, shop], approved=True)
+    records = {r.name: r for r in await store.list_tasks()}
+    assert project_of(records["no-project"]) == ""
+    assert project_of(records["in-shop"]) == "shop"
+    spaced = shell_task("spaced", "true")
+    spaced.agent.project_dir = "/srv/billing"
+    rec = dataclasses.replace(
+        records["in-shop"], id=spaced.id, spec=json.dumps(spaced.model_dump(mode="json"))
+    )
+    assert project_of(rec) == "billing"

@@ -39,7 +39,7 @@ from tui.config.templates import (
     TemplateSource,
 )
 from tui.daemon.remote import DaemonStopped
-from tui.engine.events import Event, Notice, OutputBatch
+from tui.engine.events import Cursor, Event, Notice, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
 from tui.gc_tuning import tune_gc
 from tui.model.states import UNSUCCESSFUL, State
@@ -105,13 +105,16 @@ class TuiApp(AppActions):
         toasts: bool = True,
         fit_terminal_colors: bool = False,
         notices: Sequence[str] = (),
+        listing: Awaitable[tuple[Cursor, list[TaskRecord]]] | None = None,
     ) -> None:
         """``engine`` is an in-process engine or the daemon's (``RemoteEngine``), or a factory
         of either that the app awaits (and stops or detaches from on exit) when it should own
         that life in its own event loop. ``fit_terminal_colors`` starts on the high-contrast
         theme when the terminal has only 16 colours and the user chose no theme (the real app
         does; tests and benchmarks keep the default theme). ``notices`` are shown once the app
-        is up (what the command line could not do, say)."""
+        is up (what the command line could not do, say). ``listing`` is the engine's task
+        list already asked for, with the stream's cursor from before it was read (`tui` asks
+        while the app's modules load), instead of asking once mounted."""
         super().__init__()
         given = hasattr(engine, "events")
         self._engine_factory: Callable[[], Awaitable[AppEngine]] | None = (
@@ -138,6 +141,7 @@ class TuiApp(AppActions):
         self._selected: str | None = None
         self._keymap_problems = [f"{i}; settings left as default" for i in config_issues]
         self._notices = list(notices)
+        self._listing = listing
         self._untune_gc: Callable[[], None] | None = None
         if keymap is None:
             keymap, problems = keymap_from(settings.keys)
@@ -182,11 +186,15 @@ class TuiApp(AppActions):
         self._right = self.query_one("#right")
         if self._engine_factory is not None:
             self.engine = await self._engine_factory()
-        since = self.engine.cursor
+        if self._listing is not None:
+            since, records = await self._listing
+        else:
+            since = self.engine.cursor
+            records = await self.engine.list_tasks()
         if self._remember_folds:
             self._db = db_key(self.engine.db_path)
             self._list.remember_folds(*load_folds(self._db))  # before the size folds apply
-        self._list.set_records(await self.engine.list_tasks())
+        self._list.set_records(records)
         self.refresh_bindings()  # the fold keys show once some task has subtasks
         await self._refresh_questions()
         self._update_status()

@@ -7,6 +7,7 @@ import asyncio
 import importlib
 import os
 import sys
+from types import ModuleType
 
 from tui.cli.common import (
     DAEMON_SETTINGS,
@@ -22,9 +23,13 @@ from tui.cli.common import (
 )
 from tui.cli.duplicates import go_ahead
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
+from tui.daemon.remote import RemoteEngine
+from tui.engine.events import Cursor
 from tui.engine.scheduler import live_engine_pid
 from tui.model.task import Task
+from tui.store.records import TaskRecord
 
+APP = "tui.app.tui_app"
 SSH_FPS = 20  # default frame cap over SSH (bench: 1.3x the bytes of tail -f, 1.4x at 60)
 
 
@@ -36,10 +41,16 @@ async def cmd_open(args: argparse.Namespace) -> int:
     if args.foreground or foreground_requested():
         return await _open_here(args)
     db = db_path(args.db)
+    # The app's modules load in a thread while the daemon answers (or starts) and sends the
+    # task list: work that waits on another process. With files to load, only once they are
+    # accepted, so a refusal or a bad file does not wait for the import to end.
+    app_module = None if args.files else _import_app()
     async with open_store(args.db) as store:
         tasks = _load(args, await store.all_ids())
         if not await go_ahead(store, tasks, force=args.force):
             return 1
+    if app_module is None:
+        app_module = _import_app()
     # Whoever owns the database serves its socket: the daemon, or a foreground `tui run`.
     remote = await attach(db)
     notices: list[str] = []
@@ -47,11 +58,7 @@ async def cmd_open(args: argparse.Namespace) -> int:
         notices += settings_notes(db, args)
         # The app's modules load while the daemon starts: two processes on two cores, instead
         # of one after the other (the first frame with 10k tasks: 1.04x -> 0.66x a DataTable).
-        started, _ = await asyncio.gather(
-            ensure(db, concurrency=args.concurrency, shell=args.shell),
-            asyncio.to_thread(importlib.import_module, "tui.app.tui_app"),
-        )
-        remote = started
+        remote = await ensure(db, concurrency=args.concurrency, shell=args.shell)
     else:
         owner = f"the `tui run` (pid {remote.pid})" if remote.foreground else None
         change = "until that `tui run` ends" if owner else DAEMON_SETTINGS
@@ -60,13 +67,24 @@ async def cmd_open(args: argparse.Namespace) -> int:
     try:
         if tasks:
             await remote.submit(tasks)
-        from tui.app.tui_app import TuiApp
-
-        app = TuiApp(remote, fit_terminal_colors=True, notices=notices)
+        listing = asyncio.create_task(_listing(remote))  # read while the app's modules load
+        TuiApp = (await app_module).TuiApp
+        app = TuiApp(remote, fit_terminal_colors=True, notices=notices, listing=listing)
         await app.run_async(mouse=not args.no_mouse)
     finally:
         await remote.aclose()
     return 0
+
+
+def _import_app() -> asyncio.Task[ModuleType]:
+    return asyncio.create_task(asyncio.to_thread(importlib.import_module, APP))
+
+
+async def _listing(remote: RemoteEngine) -> tuple[Cursor, list[TaskRecord]]:
+    """The task list, with the stream's cursor from before it was read (what the app follows
+    the stream from)."""
+    since = remote.cursor
+    return since, await remote.list_tasks()
 
 
 async def _open_here(args: argparse.Namespace) -> int:

@@ -17,9 +17,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
-import networkx as nx
 from rich.cells import cell_len
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 BOX_HEIGHT = 3
 MIN_BOX_WIDTH = 9
@@ -94,6 +97,8 @@ class DagLayout:
 
 def _acyclic(graph: nx.DiGraph) -> list[tuple[str, str]]:
     """Drop edges until ``graph`` is a DAG (a malformed input must still draw)."""
+    import networkx as nx
+
     dropped: list[tuple[str, str]] = []
     while True:
         try:
@@ -254,6 +259,9 @@ def layout(
     result = DagLayout()
     if not node_ids:
         return result
+    # networkx costs ~60 ms to import: paid when a DAG is first drawn, not before the first frame.
+    import networkx as nx
+
     graph: nx.DiGraph = nx.DiGraph()
     graph.add_nodes_from(node_ids)
     known = set(node_ids)

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from tui.app.spec_head import spec_head
 from tui.model.states import SATISFIED, UNSUCCESSFUL, State
 from tui.model.tree import tree_order
 from tui.store.records import TaskRecord
@@ -32,7 +33,7 @@ def parent_of(r: TaskRecord) -> str:
     """``r``'s parent id, without validating a stored spec (10,000 of them add up)."""
     spec = r.spec
     if isinstance(spec, str):
-        return "" if _NO_PARENT in spec else str(r.spec_fields("parent_task_id")[0] or "")
+        return "" if _NO_PARENT in spec else str(spec_head(r, "parent_task_id")[0] or "")
     return spec.parent_task_id
 
 
@@ -44,7 +45,7 @@ def serves(r: TaskRecord) -> tuple[str, str]:
     if isinstance(spec, str):
         if all(none in spec for none in _SERVES_NONE):
             return "", ""
-        values = r.spec_fields(*_SERVES)
+        values = spec_head(r, *_SERVES)
     else:
         values = (spec.classifies, spec.summarizes, spec.compacts)
     return next(((k, str(v)) for k, v in zip(_SERVES, values, strict=True) if v), ("", ""))
