@@ -21,6 +21,7 @@ from tests.cli.cli_support import (
     wait_until,
     write_tasks,
 )
+from tests.conftest import stop_process
 
 READS = (("ls",), ("logs", "a"), ("questions",))
 
@@ -209,6 +210,38 @@ def test_the_daemon_notices_a_deleted_database_by_itself(
     try:
         _saved_back(tui, pid, log)  # no viewer connects: the daemon's own look finds it
     finally:
+        tui("daemon", "stop")
+
+
+def test_a_stopping_daemon_leaves_a_newer_daemons_socket_alone(
+    tui: Tui, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test directory is deleted under a live daemon, its database and socket directory
+    with it: a new daemon starts for a new database at the same path and binds the same
+    socket path. When the old one stops it must not unlink the new one's socket, or every
+    viewer loses the daemon that runs."""
+    monkeypatch.setenv("TUI_DB_CHECK_SECONDS", "3600")
+    _stored(tui)
+    assert tui("daemon", "start").returncode == 0
+    old = json.loads(tui("daemon", "status", "--json").stdout)
+    sock = Path(old["socket"])
+    new_pid = None
+    try:
+        tui.db.rename(tui.dir / "gone.db")  # its database, socket and lock file are gone
+        sock.unlink()
+        sock.with_suffix(".lock").unlink()
+        _stored(tui)  # a new database at the same path
+        assert tui("daemon", "start").returncode == 0
+        new = json.loads(tui("daemon", "status", "--json").stdout)
+        new_pid = new["pid"]
+        assert new_pid != old["pid"]
+        stop_process(old["pid"])
+        wait_until(lambda: not _alive(old["pid"]), "the old daemon stops")
+        assert sock.exists(), "the old daemon removed the new daemon's socket"
+        now = json.loads(tui("daemon", "status", "--json").stdout)
+        assert now["pid"] == new_pid
+    finally:
+        stop_process(old["pid"])
         tui("daemon", "stop")
 
 
