@@ -10,6 +10,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,7 @@ from tests.cli.cli_support import (
     write_tasks,
 )
 from tests.conftest import stop_process
+from tests.model.hostile_files import billion_laughs
 
 READS = (("ls",), ("logs", "a"), ("questions",))
 
@@ -49,6 +51,40 @@ def test_read_commands_never_create_a_database(tui: Tui) -> None:
             _refused(tui(*args), tui.db, "no database at")
         assert not tui.db.exists() and not list(parent.glob("tui.db*"))
     assert not (tui.dir / "not").exists()
+
+
+REFUSED_FILES: dict[str, str | dict[str, Any]] = {
+    "a key in env": {
+        "name": "k",
+        # Shaped like a real key, made up (split so no scanner mistakes it for a leak).
+        "agent": {
+            "type": "shell",
+            "instructions": "true",
+            "env": {"FOO": "sk-ant-" + "api03-Zq8" + "x7Vw2" * 12},
+        },
+    },
+    "an alias bomb": billion_laughs(),
+    "a validation error": {"name": "v", "timeout": "soon", "agent": {"type": "shell"}},
+}
+
+
+@pytest.mark.parametrize("bad", sorted(REFUSED_FILES))
+def test_a_refused_run_on_a_new_path_leaves_no_database(tui: Tui, bad: str) -> None:
+    content = REFUSED_FILES[bad]
+    f = tui.dir / "bad.yaml"
+    if isinstance(content, str):
+        f.write_text(content)
+    else:
+        write_tasks(f, content)
+    res = tui("run", str(f))
+    assert res.returncode != 0, str(res)
+    assert str(f) in res.stderr, str(res)
+    assert not list(tui.dir.glob("tui.db*")), f"{bad}: an empty database was left behind"
+    # A database that was there before stays, with what it held.
+    _stored(tui)
+    before = tui.ls()
+    assert tui("run", str(f)).returncode != 0
+    assert tui.ls() == before
 
 
 @pytest.mark.parametrize("damage", ["pages", "tail"])
