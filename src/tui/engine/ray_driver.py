@@ -51,6 +51,18 @@ def split_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def ray_error(e: BaseException) -> str:
+    """Ray's error as one line: Ray Client passes on the server's whole traceback as the
+    message (`Initialization failure from server: Traceback ...`); its last line says what
+    failed."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    if not lines:
+        return type(e).__name__
+    if len(lines) > 1 and any(line.startswith("Traceback") for line in lines):
+        return f"{lines[0].removesuffix(':')}: {lines[-1]}"
+    return " ".join(lines)
+
+
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
     """Fail fast, naming the address, when nothing listens there: ``ray.init`` itself waits
     minutes for a head that is not there."""
@@ -88,7 +100,7 @@ def join(address: str, forward_env: list[str]) -> tuple[Any, str]:
             include_dashboard=False,
         )
     except Exception as e:
-        raise RayUnavailable(f"cannot reach the Ray cluster at {address!r}: {e}") from e
+        raise RayUnavailable(f"cannot reach the Ray cluster at {address!r}: {ray_error(e)}") from e
     if address.startswith("ray://"):
         return ray, address.removeprefix("ray://")  # the client server is what we talk to
     return ray, str(ray.get_runtime_context().gcs_address)

@@ -28,7 +28,13 @@ import sys
 from typing import Any
 
 from tui.engine.adapter import RunResult
-from tui.engine.ray_driver import RAY_MISSING, RayUnavailable, check_reachable, import_ray
+from tui.engine.ray_driver import (
+    RAY_MISSING,
+    RayUnavailable,
+    check_reachable,
+    import_ray,
+    ray_error,
+)
 from tui.engine.ray_wire import frame, read_frame
 from tui.engine.runner import Run, RunHost, late_answers, run_markers, watch_timeout
 from tui.model.states import State
@@ -346,7 +352,7 @@ def probe(address: str) -> dict[str, Any]:
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     except Exception as e:
-        raise RayUnavailable(f"cannot reach the Ray cluster at {address!r}: {e}") from e
+        raise RayUnavailable(f"cannot reach the Ray cluster at {address!r}: {ray_error(e)}") from e
     if address.startswith("ray://"):  # Ray Client has no cluster state: ask from inside it
         nodes = ray.get(ray.remote(num_cpus=0)(_nodes).remote())
     else:
