@@ -350,6 +350,11 @@ async def soak(tmp: Path, total: int) -> dict[str, float]:
     return figures
 
 
+def _print_task_stacks() -> None:
+    for task in asyncio.all_tasks():
+        task.print_stack(file=sys.stderr)
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tasks", type=int, default=200, help="tasks per wave (default 200)")
@@ -360,7 +365,7 @@ async def main() -> int:
     args = ap.parse_args()
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: where is it stuck?
     asyncio.get_running_loop().add_signal_handler(  # `kill -USR2 PID`: and its coroutines?
-        signal.SIGUSR2, lambda: [t.print_stack(file=sys.stderr) for t in asyncio.all_tasks()]
+        signal.SIGUSR2, _print_task_stacks
     )
     seed = args.seed if args.seed is not None else time.time_ns() % 1_000_000
     rng = random.Random(seed)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,8 @@ from tests.cli.cli_support import (
     wait_until,
     write_tasks,
 )
+from tests.conftest import stop_process
+from tests.model.hostile_files import billion_laughs
 
 READS = (("ls",), ("logs", "a"), ("questions",))
 
@@ -48,6 +51,40 @@ def test_read_commands_never_create_a_database(tui: Tui) -> None:
             _refused(tui(*args), tui.db, "no database at")
         assert not tui.db.exists() and not list(parent.glob("tui.db*"))
     assert not (tui.dir / "not").exists()
+
+
+REFUSED_FILES: dict[str, str | dict[str, Any]] = {
+    "a key in env": {
+        "name": "k",
+        # Shaped like a real key, made up (split so no scanner mistakes it for a leak).
+        "agent": {
+            "type": "shell",
+            "instructions": "true",
+            "env": {"FOO": "sk-ant-" + "api03-Zq8" + "x7Vw2" * 12},
+        },
+    },
+    "an alias bomb": billion_laughs(),
+    "a validation error": {"name": "v", "timeout": "soon", "agent": {"type": "shell"}},
+}
+
+
+@pytest.mark.parametrize("bad", sorted(REFUSED_FILES))
+def test_a_refused_run_on_a_new_path_leaves_no_database(tui: Tui, bad: str) -> None:
+    content = REFUSED_FILES[bad]
+    f = tui.dir / "bad.yaml"
+    if isinstance(content, str):
+        f.write_text(content)
+    else:
+        write_tasks(f, content)
+    res = tui("run", str(f))
+    assert res.returncode != 0, str(res)
+    assert str(f) in res.stderr, str(res)
+    assert not list(tui.dir.glob("tui.db*")), f"{bad}: an empty database was left behind"
+    # A database that was there before stays, with what it held.
+    _stored(tui)
+    before = tui.ls()
+    assert tui("run", str(f)).returncode != 0
+    assert tui.ls() == before
 
 
 @pytest.mark.parametrize("damage", ["pages", "tail"])
@@ -209,6 +246,38 @@ def test_the_daemon_notices_a_deleted_database_by_itself(
     try:
         _saved_back(tui, pid, log)  # no viewer connects: the daemon's own look finds it
     finally:
+        tui("daemon", "stop")
+
+
+def test_a_stopping_daemon_leaves_a_newer_daemons_socket_alone(
+    tui: Tui, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test directory is deleted under a live daemon, its database and socket directory
+    with it: a new daemon starts for a new database at the same path and binds the same
+    socket path. When the old one stops it must not unlink the new one's socket, or every
+    viewer loses the daemon that runs."""
+    monkeypatch.setenv("TUI_DB_CHECK_SECONDS", "3600")
+    _stored(tui)
+    assert tui("daemon", "start").returncode == 0
+    old = json.loads(tui("daemon", "status", "--json").stdout)
+    sock = Path(old["socket"])
+    new_pid = None
+    try:
+        tui.db.rename(tui.dir / "gone.db")  # its database, socket and lock file are gone
+        sock.unlink()
+        sock.with_suffix(".lock").unlink()
+        _stored(tui)  # a new database at the same path
+        assert tui("daemon", "start").returncode == 0
+        new = json.loads(tui("daemon", "status", "--json").stdout)
+        new_pid = new["pid"]
+        assert new_pid != old["pid"]
+        stop_process(old["pid"])
+        wait_until(lambda: not _alive(old["pid"]), "the old daemon stops")
+        assert sock.exists(), "the old daemon removed the new daemon's socket"
+        now = json.loads(tui("daemon", "status", "--json").stdout)
+        assert now["pid"] == new_pid
+    finally:
+        stop_process(old["pid"])
         tui("daemon", "stop")
 
 

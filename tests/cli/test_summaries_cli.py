@@ -3,7 +3,9 @@ shows each summarised upstream task's summary and its size before and after."""
 
 from __future__ import annotations
 
-from tests.cli.cli_support import Tui, write_tasks
+import pytest
+
+from tests.cli.cli_support import Result, Tui, write_tasks
 
 
 def test_tui_ls_json_shows_the_summary_and_its_sizes(tui: Tui) -> None:
@@ -76,3 +78,41 @@ def test_a_long_result_is_compacted_by_the_config_summarizer(tui: Tui) -> None:
     printed = "".join(ln.text for ln in tui.output("task_id = ?", (tasks["report"]["id"],)))
     assert '"summary": "3000 x"' in printed and "xxx" not in printed
     assert '"small": {' in printed and '"result": "hi"' in printed
+
+
+def _refused(res: Result, *words: str) -> None:
+    assert res.returncode != 0, str(res)
+    for w in words:
+        assert w in res.stderr, str(res)
+
+
+@pytest.mark.parametrize("role", ["summarizer", "classifier"])
+def test_a_shell_summarizer_or_classifier_without_a_prompt_is_refused_at_load(
+    tui: Tui, role: str
+) -> None:
+    """A shell summariser or classifier runs its prompt as a bash script: without one it
+    would run the built-in prose prompt as bash. `tui validate` and `tui run` refuse it,
+    naming the file, the section and the fix; nothing is run."""
+    task = {"name": "a", "agent": {"type": "shell", "instructions": "echo a"}}
+    f = write_tasks(tui.dir / "wf.yaml", {role: {"agent": "shell"}, "tasks": [task]})
+    for cmd in ("validate", "run"):
+        _refused(
+            tui(cmd, str(f), db=cmd == "run"),
+            str(f),
+            f"{role}.prompt",
+            f"a shell {role} needs prompt",
+        )
+    assert not tui.db.exists()
+    # config.toml's table: the file named is the one that made it shell without a prompt.
+    plain = write_tasks(tui.dir / "plain.yaml", task)
+    config = tui.dir / ".tui" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(f'[{role}]\nagent = "shell"\n')
+    for cmd in ("validate", "run"):
+        _refused(
+            tui(cmd, str(plain), db=cmd == "run"), str(config), f"{role}.prompt", "needs prompt"
+        )
+    assert not tui.db.exists()
+    # With a prompt, it loads.
+    config.write_text(f"[{role}]\nagent = \"shell\"\nprompt = 'echo hi'\n")
+    assert tui("validate", str(plain), db=False).returncode == 0

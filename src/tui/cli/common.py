@@ -172,8 +172,8 @@ def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
     else:
         stamp = _stamp(ev.at)
         frm = ev.from_state or "new"
-        reason = f"  {ev.reason}" if ev.reason else ""
-        line = f"{stamp} {name:<24} {frm:>15} → {ev.to_state:<15}{reason}"
+        reason = f"  {one_line(ev.reason)}" if ev.reason else ""
+        line = f"{stamp} {one_line(name):<24} {frm:>15} → {ev.to_state:<15}{reason}"
     _lines.add(line)
 
 
@@ -183,7 +183,7 @@ def print_hook_failure(ev: EventRecord, name: str) -> None:
     said = str(ev.data.get("stderr") or "").strip().splitlines()[-1:]
     tail = f": {said[0]}" if said else ""
     hook, error = ev.data.get("hook"), ev.data.get("error")
-    _lines.add(f"{stamp} {name:<24} hook {hook} failed: {error}{tail}")
+    _lines.add(f"{stamp} {one_line(name):<24} hook {hook} failed: {error}{tail}")
 
 
 # What the printed `tui answer` commands add so that they reach this database from another
@@ -205,7 +205,7 @@ def print_question(ev: EventRecord, name: str) -> None:
     payload = data.get("payload") or {}
     stamp = _stamp(ev.at)
     if kind == "review":
-        _lines.add(f"{stamp} {name:<24} waits for review")
+        _lines.add(f"{stamp} {one_line(name):<24} waits for review")
         task = shlex.quote(name)
         _lines.add(
             f"    accept: tui accept{_answer_db} {task}   "
@@ -214,7 +214,7 @@ def print_question(ev: EventRecord, name: str) -> None:
         return
     if kind == "approval":
         what = f"{payload.get('tool', 'a tool')}: {payload.get('summary', '')}".rstrip(": ")
-        _lines.add(f"{stamp} {name:<24} asks to run {what}")
+        _lines.add(f"{stamp} {one_line(name):<24} asks to run {what}")
         _lines.add(
             f"    allow: tui answer{_answer_db} {ref}   "
             f"deny: tui answer{_answer_db} {ref} --deny MESSAGE"
@@ -222,7 +222,7 @@ def print_question(ev: EventRecord, name: str) -> None:
         return
     items = payload.get("questions") or [{}]
     for item in items:
-        _lines.add(f"{stamp} {name:<24} asks: {item.get('question', '')}")
+        _lines.add(f"{stamp} {one_line(name):<24} asks: {item.get('question', '')}")
         options = [o.get("label", "") for o in item.get("options", [])]
         if options:
             listed = "  ".join(f"{i}. {label}" for i, label in enumerate(options, start=1))
@@ -242,6 +242,20 @@ def printable(text: str) -> str:
     sent it: an escape sequence could retitle, recolour or rewrite the screen, so each
     control character is shown escaped (``\\x1b``) instead."""
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
+
+
+_LINE_BREAKS = re.compile(r"[\n\t]")
+
+
+def one_line(text: str) -> str:
+    """``printable``, and newlines and tabs escaped too: a field in a column (a task's name,
+    a reason) that must not break the line or the columns after it."""
+    text = printable(text)
+    return (
+        _LINE_BREAKS.sub(lambda m: repr(m.group())[1:-1], text)
+        if "\n" in text or "\t" in text
+        else text
+    )
 
 
 # How long a printed line may wait for others to share its write: far below what a person

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from tui.cli.common import err, open_store, printable
+from tui.cli.common import err, one_line, open_store, printable
 from tui.daemon.lifecycle import attach, ensure
 from tui.daemon.remote import DaemonStopped, RemoteEngine
 from tui.engine import api
@@ -50,12 +50,12 @@ def _ls_line(r: TaskRecord, names: dict[str, str], depth: int = 0) -> str:
     tries = f"{r.attempt_in_round}/{r.task.retry.max_attempts}"
     timeout = f" ≤{format_duration(r.task.timeout)}" if r.task.timeout else ""
     # A subtask is shown under its parent, indented, by its own part of the name.
-    name = "  " * depth + short_name(r.name, names.get(r.task.parent_task_id, ""))
+    name = "  " * depth + one_line(short_name(r.name, names.get(r.task.parent_task_id, "")))
     # A task waiting on its classifier shows that phase, and no agent yet.
     state, agent = (r.phase, "?") if r.phase else (r.state.value, r.task.agent.type)
     return (
         f"{r.id[:8]:<8}  {name[:24]:<24} {state:<15} {tries:>5} "
-        f"{r.cost_usd:>8.4f}  {agent:<8} {note}{timeout}"
+        f"{r.cost_usd:>8.4f}  {agent:<8} {one_line(note)}{timeout}"
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from tui.cli.common import (
     DAEMON_SETTINGS,
     answer_on,
+    db_path,
     engine_executor,
     engine_settings,
     err,
@@ -54,11 +55,19 @@ async def cmd_validate(args: argparse.Namespace) -> int:
 
 async def cmd_run(args: argparse.Namespace) -> int:
     answer_on(args.db)
+    # Files are loaded before a new database is made: a refused one leaves no empty file.
+    fresh = bool(args.files) and not db_path(args.db).exists()
+    early = load_files(args.files) if fresh else None
     async with open_store(args.db) as store:
         tasks: list[Task] = []
         if args.files:
             known = await store.all_ids()
-            result = load_files(args.files, known_ids=known)
+            # Another command may have stored tasks since: load against them then.
+            result = (
+                early
+                if early is not None and not known
+                else load_files(args.files, known_ids=known)
+            )
             _print_warnings(result.warnings)
             tasks = with_worktree_setting(result.tasks)
             # Refuse before an engine starts: starting one would already run (and, on the

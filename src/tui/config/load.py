@@ -37,7 +37,7 @@ from tui.config.start_keys import not_used, used
 from tui.config.toml_source import TomlProblem, read_toml
 from tui.config.xml_templates import read_xml_templates, template_files
 from tui.model.agent_kinds import BUILTIN_AGENTS
-from tui.model.classify import Classifier
+from tui.model.classify import PARTIAL, Classifier
 from tui.model.error_text import human_error
 from tui.model.issues import Issue, TaskFileError
 from tui.model.suggest import did_you_mean
@@ -203,7 +203,7 @@ def _agent_table(origin: Origin, name: str, raw: Any, issues: list[Issue]) -> di
         return {}
     model = AGENT_TABLES[name]
     try:
-        given = model.model_validate(raw)
+        given = model.model_validate(raw, context=PARTIAL)  # checked whole once merged
     except ValidationError as exc:
         issues += _model_issues(exc, origin, name, "", model)
         return {}
@@ -257,10 +257,12 @@ def load_settings(project_dir: Path | None = None) -> tuple[Settings, list[Issue
     merged: dict[str, Any] = {}
     keys: dict[str, Any] = {}
     tables: dict[str, dict[str, Any]] = {name: {} for name in AGENT_TABLES}
+    last: dict[str, Origin] = {}  # the file that set a table last: named if the merge is wrong
     for origin, data in _read(project_dir or Path.cwd(), issues):
         for name, given in tables.items():
             if name in data:
                 given.update(_agent_table(origin, name, data[name], issues))
+                last[name] = origin
         if "settings" not in data:
             continue
         s = _settings(origin, data["settings"], issues)
@@ -269,7 +271,12 @@ def load_settings(project_dir: Path | None = None) -> tuple[Settings, list[Issue
             keys.update(s.keys)
     merged["keys"] = keys
     for name, given in tables.items():
-        merged[name] = AGENT_TABLES[name].model_validate(given) if given else None
+        merged[name] = None
+        if given:
+            try:
+                merged[name] = AGENT_TABLES[name].model_validate(given)
+            except ValidationError as exc:
+                issues += _model_issues(exc, last[name], name, "", AGENT_TABLES[name])
     return Settings.model_construct(**{**Settings().model_dump(), **merged}), issues
 
 

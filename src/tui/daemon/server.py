@@ -55,6 +55,7 @@ class DaemonServer:
         self.problem = ""  # why the daemon refuses to go on (its database file went away)
         self._sent: dict[asyncio.StreamWriter, Cursor] = {}  # how far each stream was sent
         self._sent_changed = asyncio.Condition()
+        self._bound: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket we bound
 
     async def start(self) -> None:
         sock = self.paths.socket
@@ -67,7 +68,24 @@ class DaemonServer:
             )
         finally:
             os.umask(old)
+        st = os.lstat(sock)
+        self._bound = (st.st_dev, st.st_ino)
         log.info("listening on %s", sock)
+
+    def _remove_socket(self) -> None:
+        """Unlink the socket path only if it is still the one we bound: once our lock file
+        is gone (its directory deleted under us) a newer daemon may already listen there,
+        and removing its socket would leave its viewers unable to find it."""
+        sock = self.paths.socket
+        try:
+            st = os.lstat(sock)
+        except FileNotFoundError:
+            return
+        if (st.st_dev, st.st_ino) != self._bound:
+            log.info("%s is another daemon's socket now: left in place", sock)
+            return
+        with contextlib.suppress(FileNotFoundError):
+            sock.unlink()
 
     async def close(self, reason: str) -> None:
         """Tell every viewer why the daemon goes away, then stop listening. Each event stream
@@ -94,8 +112,7 @@ class DaemonServer:
             w.close()
         for job in list(self._jobs):
             job.cancel()
-        with contextlib.suppress(FileNotFoundError):
-            self.paths.socket.unlink()
+        self._remove_socket()
 
     def refuse(self, problem: str) -> None:
         """Stop serving: the database file is not the one the engine has open any more."""

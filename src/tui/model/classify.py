@@ -9,7 +9,14 @@ import fnmatch
 import os
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from tui.model.agent_kinds import KINDS
 from tui.model.choices import one_of
@@ -91,6 +98,20 @@ CLASSIFIER_PROMPT = (
 )
 
 
+# Validation context for one config.toml's [summarizer]/[classifier] table: the files' tables
+# are merged key by key, so a check across keys waits for the merged table.
+PARTIAL: dict[str, Any] = {"partial": True}
+
+
+def shell_prompt(role: str, prompt: str, info: ValidationInfo) -> str:
+    """A shell summariser or classifier runs its ``prompt`` as a bash script: without one it
+    would run the built-in prose prompt as a script, and fail only when a task needs it."""
+    skip = info.context and (info.context.get("partial") or info.context.get("stored"))
+    if info.data.get("agent") == "shell" and not prompt.strip() and not skip:
+        raise ValueError(f"a shell {role} needs prompt: the script it runs")
+    return prompt
+
+
 class Classifier(BaseModel):
     """config.toml's ``[classifier]`` (or a task file's ``classifier:``): a cheap-model agent
     that picks the agent of a task that leaves ``agent.type`` out when no classify rule does.
@@ -100,12 +121,17 @@ class Classifier(BaseModel):
 
     agent: str = "claude"  # the classifier's own agent type and (cheap) model
     model: str = ""
-    prompt: str = ""  # "" = CLASSIFIER_PROMPT
+    prompt: str = Field(default="", validate_default=True)  # "" = CLASSIFIER_PROMPT
 
     @field_validator("agent", mode="before")
     @classmethod
     def _check_agent(cls, value: Any) -> Any:
         return one_of("classifier.agent", value, CLASSIFY_TYPES, optional=False)
+
+    @field_validator("prompt")
+    @classmethod
+    def _shell_prompt(cls, value: str, info: ValidationInfo) -> str:
+        return shell_prompt("classifier", value, info)
 
 
 def answer_schema() -> dict[str, Any]:

@@ -54,10 +54,14 @@ FIXES: dict[str, str] = {
     "with every: N",
     "summarizer.compaction.every": "use a whole number >= 1 with trigger: every, or leave it out",
     "summarizer.strategy": "use aggressive (one line, no agent), moderate or comprehensive",
+    "summarizer.prompt": "write prompt: a bash script reading $TUI_CONTEXT_FILE (it prints the "
+    "summary), or use another agent (claude, gemini, codex) for the built-in prompt",
     "summarizer.agent": "use claude, gemini, codex, or shell (a script reading $TUI_CONTEXT_FILE)",
     "context.preserve": "list some of outputs, decisions, errors",
     "classifier": "write {agent, model, prompt}: the agent that picks the agent of a task "
     "that leaves agent.type out",
+    "classifier.prompt": "write prompt: the bash script it runs (it prints "
+    '{"agent": ...}), or use another agent (claude, gemini, codex) for the built-in prompt',
     "classifier.agent": "use claude, gemini, codex, or shell (a script reading $TUI_CONTEXT_FILE)",
     "on_error": "use retry, skip or fail, or leave it out for retry",
     "on_max_retries": "use skip or fail, or leave it out for fail",

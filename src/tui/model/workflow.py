@@ -14,6 +14,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_serializer,
     field_validator,
     model_validator,
@@ -21,7 +22,7 @@ from pydantic import (
 
 from tui.model.agent_kinds import KINDS
 from tui.model.choices import one_of
-from tui.model.classify import Classifier
+from tui.model.classify import Classifier, shell_prompt
 from tui.model.duration import format_duration, parse_duration
 
 # A result kept with a task: the parsed output_format value, or this many characters of the
@@ -242,7 +243,7 @@ class Summarizer(_Model):
     strategy: Strategy = Strategy.AGGRESSIVE
     agent: str = "claude"  # the summariser's agent type and (cheap) model
     model: str = ""
-    prompt: str = ""  # "" = the built-in prompt for the strategy
+    prompt: str = Field(default="", validate_default=True)  # "" = the strategy's built-in
     compaction: Compaction | None = None
 
     @field_validator("strategy", mode="before")
@@ -254,6 +255,11 @@ class Summarizer(_Model):
     @classmethod
     def _check_agent(cls, value: Any) -> Any:
         return one_of("summarizer.agent", value, SUMMARIZER_AGENTS, optional=False)
+
+    @field_validator("prompt")
+    @classmethod
+    def _shell_prompt(cls, value: str, info: ValidationInfo) -> str:
+        return shell_prompt("summarizer", value, info)
 
 
 class FileDefaults(_Model):
