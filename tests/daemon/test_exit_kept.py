@@ -67,7 +67,8 @@ async def test_an_agent_that_exited_is_finished_not_run_again(
         async def final() -> None:
             while True:
                 recs = [await remote.get(t.id) for t in tasks]
-                if all(r is not None and r.state in (State.COMPLETED, State.FAILED) for r in recs):
+                # Settled, not only FAILED: a failed attempt with a retry due is FAILED too.
+                if all(r is not None and r.settled for r in recs):
                     return
                 await asyncio.sleep(0.02)
 
