@@ -21,11 +21,12 @@ from tui.app import actions
 from tui.app.engine_api import AppEngine
 from tui.app.help_screen import HelpScreen, pretty_key
 from tui.app.prompts import Confirm, TextPrompt
+from tui.app.task_query import SORTS, FilterError, TaskFilter
 from tui.app.widgets.changes_view import ChangesView
 from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
-from tui.app.widgets.task_list import SORTS, FilterError, TaskFilter, TaskList
+from tui.app.widgets.task_list import TaskList
 from tui.config.load import ConfigError, load_config, load_settings
 from tui.config.system_parts import named_parts
 from tui.config.templates import (
