@@ -48,6 +48,7 @@ async def run_cli(
     executable: str | None = None,
     fallback: Fallback | None = None,
     stdout_bytes: Callable[[bytes], None] | None = None,
+    ends: tuple[Offset, Offset] | None = None,
 ) -> int:
     """Run ``argv`` to the end and return its exit code (negative: killed by that signal).
 
@@ -56,7 +57,8 @@ async def run_cli(
     process is reported, before its output is read, to write to it (and close it) as it likes.
     ``executable`` is the file to run if not ``argv[0]``. When it cannot be started at all (its
     exec failed, so nothing of it ran), ``fallback`` (argv, env) is started instead.
-    ``stdout_bytes`` sees stdout as read, before it is split into lines.
+    ``stdout_bytes`` sees stdout as read, before it is split into lines. ``ends`` (stdout's,
+    stderr's) are kept at the byte offset where the lines handed on so far end.
     """
     keep_open = on_start is not None
     pipe = asyncio.subprocess.PIPE if stdin is not None or keep_open else asyncio.subprocess.DEVNULL
@@ -67,14 +69,42 @@ async def run_cli(
             raise
         argv, env = fallback
         proc = await ctx.spawner(argv, cwd=cwd, env=env, stdin=pipe)
-    readers: asyncio.Future[Any] | None = None
-    try:
+
+    async def started() -> None:
         await ctx.process_started(proc)
         if on_start is not None:
             await on_start(proc)
-        jobs = [_read(proc.stdout, on_stdout, stdout_bytes), _read(proc.stderr, on_stderr)]
+
+    return await follow(
+        proc, on_stdout, on_stderr, stdout_bytes, ends, started, stdin, close_stdin=not keep_open
+    )
+
+
+async def follow(
+    proc: Child,
+    on_stdout: OnLines,
+    on_stderr: OnLines,
+    stdout_bytes: Callable[[bytes], None] | None = None,
+    ends: tuple[Offset, Offset] | None = None,
+    started: Callable[[], Awaitable[None]] | None = None,
+    stdin: bytes | None = None,
+    *,
+    close_stdin: bool = True,
+) -> int:
+    """A started CLI to its end (``started`` first, then ``stdin`` written to it): its output
+    read, what it left behind ended; its exit code. Also the way an adopted agent is carried
+    on (tui.engine.adoption)."""
+    readers: asyncio.Future[Any] | None = None
+    out_end, err_end = ends if ends is not None else (None, None)
+    try:
+        if started is not None:
+            await started()
+        jobs = [
+            _read(proc.stdout, on_stdout, stdout_bytes, out_end),
+            _read(proc.stderr, on_stderr, None, err_end),
+        ]
         if stdin is not None and proc.stdin is not None:
-            jobs.append(_feed(proc.stdin, stdin, close=not keep_open))
+            jobs.append(_feed(proc.stdin, stdin, close=close_stdin))
         readers = asyncio.gather(*jobs)
         code = await proc.wait()
         # Whatever the CLI started and left behind (shells, servers, `sleep &`) ends with it;
@@ -105,13 +135,8 @@ async def run_plain(
     stderr as they are, return the exit code and the last stdout lines as the result
     (tui.agents.result_tail). ``executable`` and ``fallback`` as for :func:`run_cli`."""
     tail = ResultTail()
-
-    async def stdout(lines: list[str]) -> None:
-        await ctx.output(STDOUT, lines)
-
-    async def stderr(lines: list[str]) -> None:
-        await ctx.output(STDERR, lines)
-
+    ends = (Offset(), Offset())
+    stdout, stderr = plain_output(ctx, ends)
     code = await run_cli(
         ctx,
         argv,
@@ -122,12 +147,55 @@ async def run_plain(
         executable=executable,
         fallback=fallback,
         stdout_bytes=tail.feed,
+        ends=ends,
     )
     return code, tail.result()
 
 
+async def adopt_plain(
+    ctx: RunContext, proc: Child, offsets: tuple[int, int], tail: list[str]
+) -> tuple[int, str]:
+    """:func:`run_plain` for a command a dead engine started (tui.engine.adoption): its
+    output from ``offsets`` on, its result from ``tail`` (its last stored stdout lines) and
+    what follows."""
+    result = ResultTail()
+    if tail:
+        result.feed(("\n".join(tail) + "\n").encode())
+    ends = (Offset(offsets[0]), Offset(offsets[1]))
+    stdout, stderr = plain_output(ctx, ends)
+    code = await follow(proc, stdout, stderr, result.feed, ends)
+    return code, result.result()
+
+
+class Offset:
+    """How far into one stream of the agent the lines handed on so far reach, in bytes (at
+    a line's end: a partial line is not counted until it is whole)."""
+
+    __slots__ = ("at", "read")
+
+    def __init__(self, at: int = 0) -> None:
+        self.at = at  # the end of the last whole line
+        self.read = at  # bytes read
+
+
+def plain_output(ctx: RunContext, ends: tuple[Offset, Offset]) -> tuple[OnLines, OnLines]:
+    """The stdout and stderr callbacks of a plain command: lines stored as they are, with
+    where they end in the agent's streams."""
+
+    async def stdout(lines: list[str]) -> None:
+        await ctx.output(STDOUT, lines, ends[0].at)
+
+    async def stderr(lines: list[str]) -> None:
+        await ctx.output(STDERR, lines, ends[1].at)
+
+    return stdout, stderr
+
+
 async def _read(
-    stream: OutPipe, on_lines: OnLines, on_bytes: Callable[[bytes], None] | None = None
+    stream: OutPipe,
+    on_lines: OnLines,
+    on_bytes: Callable[[bytes], None] | None = None,
+    end: Offset | None = None,
 ) -> None:
     chunk = await stream.read(READ_CHUNK)
     if not chunk:  # most commands print nothing on one of their streams: no decoder for it
@@ -136,6 +204,15 @@ async def _read(
     while True:
         if on_bytes is not None and chunk:
             on_bytes(chunk)
+        if end is not None:
+            # A line ends at each b"\n" (UTF-8 never has it inside a character); at EOF the
+            # unfinished last line is handed on too.
+            end.read += len(chunk)
+            newline = chunk.rfind(b"\n")
+            if not chunk:
+                end.at = end.read
+            elif newline >= 0:
+                end.at = end.read - len(chunk) + newline + 1
         lines = splitter.feed(chunk) if chunk else splitter.flush()
         if lines:
             await on_lines(lines)

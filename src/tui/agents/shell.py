@@ -7,10 +7,11 @@ own process anyway, and starting bash first costs about a millisecond of CPU per
 
 from __future__ import annotations
 
-from tui.agents.cli_process import project_dir, run_plain
+from tui.agents.cli_process import adopt_plain, project_dir, run_plain
 from tui.agents.direct_exec import plan
 from tui.engine.adapter import RunContext, RunResult
 from tui.model.states import State
+from tui.procs.process import Child
 
 
 class ShellAdapter:
@@ -37,9 +38,19 @@ class ShellAdapter:
                 executable=direct.executable,
                 fallback=(argv, ctx.env),
             )
-        if code == 0:
-            return RunResult(State.COMPLETED, exit_code=0, result=result)
-        return RunResult(State.FAILED, exit_code=code, error=_describe_exit(code), result=result)
+        return _ended(code, result)
+
+    async def adopt(
+        self, ctx: RunContext, proc: Child, offsets: tuple[int, int], tail: list[str]
+    ) -> RunResult:
+        """A script a dead engine started, carried on (tui.engine.adoption)."""
+        return _ended(*await adopt_plain(ctx, proc, offsets, tail))
+
+
+def _ended(code: int, result: str) -> RunResult:
+    if code == 0:
+        return RunResult(State.COMPLETED, exit_code=0, result=result)
+    return RunResult(State.FAILED, exit_code=code, error=_describe_exit(code), result=result)
 
 
 def _describe_exit(code: int) -> str:

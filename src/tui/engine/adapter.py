@@ -57,9 +57,10 @@ class RunContext(Protocol):
     async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """Wait (task READY) for a person: kind is question | approval. None = expired."""
 
-    async def output(self, stream: int, lines: list[str]) -> None:
+    async def output(self, stream: int, lines: list[str], end: int | None = None) -> None:
         """Record lines of stdout (1), stderr (2), or RAW (3): protocol lines kept apart for
-        `tui logs --raw`. May wait when the writer is behind."""
+        `tui logs --raw`. May wait when the writer is behind. ``end``: the byte offset in the
+        agent's stream where these lines end (a plain command's, for adoption)."""
 
     async def process_started(self, proc: Child) -> None:
         """Report the agent's process group so the engine can time it out, cancel and recover."""
@@ -73,6 +74,25 @@ class Adapter(Protocol):
     type: str
 
     async def run(self, ctx: RunContext) -> RunResult: ...
+
+
+class Adoptive(Protocol):
+    """An adapter whose runs can outlive the engine (its agent needs nothing of the engine
+    while it runs: a plain command). The keeper keeps such an agent when the engine dies, and
+    the next engine carries the run on with :meth:`adopt` (tui.engine.adoption)."""
+
+    async def adopt(
+        self, ctx: RunContext, proc: Child, offsets: tuple[int, int], tail: list[str]
+    ) -> RunResult:
+        """Carry on an agent a dead engine started: its output from ``offsets`` (stdout,
+        stderr bytes already stored) on, ``tail`` its last stored stdout lines (for the
+        result). As ``Adapter.run`` from there."""
+        ...
+
+
+def adoptive(adapter: Adapter | None) -> Adoptive | None:
+    """``adapter`` if its runs can be adopted."""
+    return adapter if callable(getattr(adapter, "adopt", None)) else None  # type: ignore[return-value]
 
 
 class AdapterError(Exception):

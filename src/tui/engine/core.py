@@ -9,6 +9,7 @@ stub can shadow a part's real method whatever the order of the mix.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ class EngineCore:
     end_log: EndLog | None  # tui.engine.end_log
     _tasks: dict[str, TaskRecord]  # as the store last returned each
     _running: dict[str, Run]
+    _runners: set[asyncio.Task[None]]  # until each has fully finished
     _children: dict[str, Children]  # parent id -> its children, in submit order, counted
     _parent: dict[str, str]  # child id -> parent id (a settled record's spec stays unparsed)
     _subtask_dirty: set[str]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tui.engine.events import OutputBatch
 from tui.store.chunks import ChunkRow, make_chunks
@@ -28,6 +28,9 @@ class LineCounter:
     run_id: int
     seq: int = 0
     raw_seq: int = 0
+    # Told (stream, byte offset) once the run's lines up to there are committed: the keeper
+    # then lets go of those bytes (tui.procs.keeper).
+    ack: Callable[[int, int], None] | None = field(default=None, repr=False, compare=False)
 
 
 class OutputBuffer:
@@ -43,14 +46,22 @@ class OutputBuffer:
         self._chunks: list[ChunkRow] = []  # one per read: see tui.store.chunks
         self._lines = 0  # lines in _chunks
         self._raw: list[tuple[str, int, int, float, str]] = []
+        # (run id, stream) → how far into that stream the buffered lines reach, and the run.
+        self._ends: dict[tuple[int, int], tuple[int, LineCounter]] = {}
         self._lock = asyncio.Lock()
         # Taken by a flush, not yet committed.
         self._writing: tuple[list[ChunkRow], list[tuple[str, int, int, float, str]]] = ([], [])
         self._flushing: asyncio.Future[None] | None = None
         self._ready = asyncio.Event()
 
-    async def add(self, run: LineCounter, stream: int, lines: list[str]) -> None:
+    async def add(
+        self, run: LineCounter, stream: int, lines: list[str], end: int | None = None
+    ) -> None:
+        """Buffer ``lines``; ``end``: the byte offset in the agent's ``stream`` where they
+        end (stored with them, see tui.store.output.append)."""
         now = time.time()
+        if end is not None:
+            self._ends[run.run_id, stream] = (end, run)
         if stream == RAW:
             for text in lines:
                 run.raw_seq += 1
@@ -72,17 +83,20 @@ class OutputBuffer:
         async with self._lock:
             chunks, self._chunks, self._lines = self._chunks, [], 0
             raw, self._raw = self._raw, []
+            ends, self._ends = self._ends, {}
             self._writing = (chunks, raw)
             try:
                 await self._store.append_raw(raw)
                 if not chunks:
                     return
-                first_id = await self._store.append_chunks(chunks)
+                offsets = [(run_id, stream, end) for (run_id, stream), (end, _) in ends.items()]
+                first_id = await self._store.append_chunks(chunks, offsets)
             except DiskFullError as e:
-                await self._store_each_run(e, chunks, raw)
+                await self._store_each_run(e, chunks, raw, ends)
                 return
             finally:
                 self._writing = ([], [])
+            _acknowledge(ends)
             self._publish(OutputBatch.of_chunks(first_id, chunks))
 
     def unstored(
@@ -105,6 +119,7 @@ class OutputBuffer:
         full: DiskFullError,
         chunks: list[ChunkRow],
         raw: list[tuple[str, int, int, float, str]],
+        ends: dict[tuple[int, int], tuple[int, LineCounter]],
     ) -> None:
         """The disk refused a batch: store it again run by run, smallest first, so that a
         quiet task's few lines are not lost with the flood that filled the disk. Only the runs
@@ -124,13 +139,16 @@ class OutputBuffer:
         refused: set[int] = set()
         error = full
         for run_id, (own_chunks, own_raw) in sorted(runs.items(), key=size):
+            own_ends = {k: v for k, v in ends.items() if k[0] == run_id}
+            offsets = [(run_id, stream, end) for (_, stream), (end, _) in own_ends.items()]
             try:
                 await self._store.append_raw(own_raw)
-                first_id = await self._store.append_chunks(own_chunks)
+                first_id = await self._store.append_chunks(own_chunks, offsets)
             except DiskFullError as e:
                 refused.add(run_id)
                 error = e
                 continue
+            _acknowledge(own_ends)
             if own_chunks:
                 self._publish(OutputBatch.of_chunks(first_id, own_chunks))
         if refused:
@@ -143,3 +161,10 @@ class OutputBuffer:
             self._ready.clear()
             await asyncio.sleep(FLUSH_INTERVAL)  # gather a frame's worth of lines
             await self.flush()
+
+
+def _acknowledge(ends: dict[tuple[int, int], tuple[int, LineCounter]]) -> None:
+    """Committed: each run's keeper may let go of the bytes up to there."""
+    for (_, stream), (end, run) in ends.items():
+        if run.ack is not None:
+            run.ack(stream, end)

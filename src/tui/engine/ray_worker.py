@@ -94,7 +94,7 @@ class WorkerCtx:
             "TUI_NODE_ID": actor.node(),  # the Ray node: where the task runs
         }
 
-    async def output(self, stream: int, lines: list[str]) -> None:
+    async def output(self, stream: int, lines: list[str], end: int | None = None) -> None:
         # One string per read chunk (lines never hold "\n"): pickling a list of many short
         # strings costs several times more.
         await self._actor.emit(("out", stream, "\n".join(lines)), len(lines))

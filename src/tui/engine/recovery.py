@@ -26,11 +26,14 @@ from tui.store.db import Store
 _KILL_WAIT = 5.0  # seconds to wait for killed processes to be gone (SIGKILL: not long)
 
 
-async def end_orphaned_runs(store: Store, ended: Collection[int] = ()) -> list[int]:
+async def end_orphaned_runs(
+    store: Store, ended: Collection[int] = (), adopted: Collection[int] = ()
+) -> list[int]:
     """Kill the processes of every open run and end it as interrupted, but for the runs in
     ``ended`` (their agents had exited: tui.engine.end_log), left open for the engine to
-    finish; returns those of them that are open."""
-    runs = await store.runs(open_only=True)
+    finish, and those in ``adopted`` (their agents are carried on: tui.engine.adoption),
+    left alone; returns the runs of ``ended`` that are open."""
+    runs = [run for run in await store.runs(open_only=True) if run.id not in adopted]
     if not runs:
         return []
     for run in runs:

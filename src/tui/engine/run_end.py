@@ -29,6 +29,7 @@ from tui.engine.validation import check_result, validator_cwd, validator_env
 from tui.engine.workflow import WorkflowError, prepare
 from tui.engine.worktree_runs import in_worktree
 from tui.model.states import UNSUCCESSFUL, State
+from tui.procs.keeper_client import KeptChild
 from tui.store.db import DiskFullError, Move
 from tui.store.records import STDERR, RunStart, TaskRecord
 
@@ -120,6 +121,8 @@ class RunEnd(EngineCore):
         finally:
             if recorded and self.end_log is not None:
                 self.end_log.done()
+            if isinstance(run.proc, KeptChild):  # its end is stored: the keeper may forget it
+                run.proc.release()
 
     async def _finish_stored(
         self, run: Run, outcome: State, error: str, stored: str | None, result: RunResult

@@ -12,12 +12,13 @@ import asyncio
 import contextlib
 import logging
 import os
+import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tui.engine.adapter import Adapter, AdapterError, RunResult
+from tui.engine.adapter import Adapter, AdapterError, RunResult, adoptive
 from tui.engine.output import LineCounter
 from tui.model.duration import format_duration
 from tui.model.states import State
@@ -84,7 +85,9 @@ class RunHost(Protocol):
     @property
     def db_path(self) -> str: ...
 
-    async def output_lines(self, run: Run, stream: int, lines: list[str]) -> None: ...
+    async def output_lines(
+        self, run: Run, stream: int, lines: list[str], end: int | None = None
+    ) -> None: ...
     async def ask_person(
         self, run: Run, kind: str, payload: dict[str, Any]
     ) -> dict[str, Any] | None: ...
@@ -176,8 +179,8 @@ class RunCtx:
         self._session_id = ""
         self.inbox = run.inbox
 
-    async def output(self, stream: int, lines: list[str]) -> None:
-        await self._host.output_lines(self._run, stream, lines)
+    async def output(self, stream: int, lines: list[str], end: int | None = None) -> None:
+        await self._host.output_lines(self._run, stream, lines, end)
 
     async def ask(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """Put the task in READY until a person answers; None if the question expired."""
@@ -190,6 +193,8 @@ class RunCtx:
 
     async def process_started(self, proc: Child) -> None:
         self._run.proc = proc
+        if isinstance(proc, KeptChild):  # it keeps the run's output until it is stored
+            self._run.ack = proc.ack
         self._host.process_started(self._run, proc)
 
 
@@ -203,6 +208,8 @@ class LocalExecutor:
         # starts them in this process instead (to compare, or where a keeper cannot run).
         self.keeper: Keeper | None = None if os.environ.get(ENV_KEEPER) == "0" else Keeper()
         self.spawner: Spawner = self.keeper.spawn if self.keeper is not None else spawn
+        # Keepers of dead engines this one adopted runs from (tui.engine.adoption).
+        self.attached: list[Keeper] = []
 
     def prepare(self) -> None:
         """The engine starts: so does the keeper, while the engine gets ready."""
@@ -220,7 +227,13 @@ class LocalExecutor:
                     State.FAILED,
                     error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
                 )
-            result = await adapter.run(RunCtx(host, run, rec, began, self.spawner))
+            spawner = self.spawner
+            keeper = self.keeper
+            if keeper is not None and adoptive(adapter) and rec.task.worktree is None:
+                # Its agent outlives this engine if it dies: the next one carries it on.
+                keeper.setup(host.engine_id, host.db_path)
+                spawner = _adoptable(keeper, run.run_id)
+            result = await adapter.run(RunCtx(host, run, rec, began, spawner))
             if isinstance(run.proc, KeptChild) and run.proc.lost:
                 return self._lost(run)
             return result
@@ -239,9 +252,51 @@ class LocalExecutor:
             if run.proc is not None:
                 await terminate_group(run.proc.pid, grace=0.5)
 
+    async def adopt(
+        self,
+        run: Run,
+        rec: TaskRecord,
+        host: RunHost,
+        proc: Child,
+        offsets: tuple[int, int],
+        tail: list[str],
+        elapsed: float,
+    ) -> RunResult:
+        """Carry on a run a dead engine started (tui.engine.adoption), ``elapsed`` seconds of
+        its timeout already gone; as ``run`` from there."""
+        watchdog = None
+        if rec.task.timeout > 0:
+            left = max(0.001, rec.task.timeout - elapsed)
+            watchdog = asyncio.create_task(watch_timeout(run, left, self.kill))
+        adapter = adoptive(self.adapters.get(rec.task.agent.type))
+        run.proc = proc
+        try:
+            if adapter is None:
+                return RunResult(State.FAILED, error="interrupted")
+            began = RunStart(run.run_id, run.attempt, [], [])
+            result = await adapter.adopt(
+                RunCtx(host, run, rec, began, self.spawner), proc, offsets, tail
+            )
+            if isinstance(proc, KeptChild) and proc.lost:
+                return self._lost(run)
+            return result
+        except asyncio.CancelledError:
+            return RunResult(State.FAILED, error="interrupted")
+        except Exception as e:  # an adapter bug must not take the scheduler down
+            log.exception("adopting run %s crashed", run.run_id)
+            return RunResult(State.FAILED, error=f"internal error: {type(e).__name__}: {e}")
+        finally:
+            if watchdog:
+                watchdog.cancel()
+            if proc.returncode is None:
+                await terminate_group(proc.pid, grace=0.5, proc=proc)
+
     async def close(self) -> None:
         if self.keeper is not None:
             await self.keeper.close()
+        for keeper in self.attached:
+            await keeper.close()
+        self.attached.clear()
 
     @staticmethod
     def _lost(run: Run) -> RunResult:
@@ -254,6 +309,28 @@ class LocalExecutor:
             await terminate_group(run.proc.pid, grace=self.kill_grace, proc=run.proc)
         elif run.runner is not None and not run.runner.done():
             run.runner.cancel()
+
+
+def _adoptable(keeper: Keeper, run_id: int) -> Spawner:
+    async def spawn(
+        argv: Sequence[str],
+        *,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: int = subprocess.DEVNULL,
+        executable: str | None = None,
+    ) -> Child:
+        return await keeper.spawn(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            executable=executable,
+            run_id=run_id,
+            adoptable=True,
+        )
+
+    return spawn
 
 
 async def watch_timeout(run: Run, timeout: float, kill: Callable[[Run], Awaitable[None]]) -> None:

@@ -30,6 +30,7 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any
 
 from tui.engine.adapter import Adapter, declared_adapters
+from tui.engine.adoption import Adoption
 from tui.engine.children import Children
 from tui.engine.clock import Clock, RealClock
 from tui.engine.dispatch import Dispatch
@@ -77,7 +78,7 @@ async def live_engine_pid(store: Store) -> int | None:
     return None
 
 
-class Engine(Dispatch, RunEnd, Questions, Subtasks):
+class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
     def __init__(
         self,
         store: Store,
@@ -212,9 +213,10 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
         where = ends_path(self.db_path)
         self.end_log = EndLog(where) if where is not None else None
         ends = self.end_log.read() if self.end_log is not None else {}
-        finish = [ends[run_id] for run_id in await end_orphaned_runs(self.store, ends)]
+        adopted = await self._adopt_kept(ends)  # agents a dead engine's keeper kept
+        finish = [ends[run_id] for run_id in await end_orphaned_runs(self.store, ends, adopted)]
         records = await self.load()
-        ending = {e.task_id for e in finish}
+        ending = {e.task_id for e in finish} | {a.row.task_id for a in adopted.values()}
         for r in records:
             if r.state == State.RUNNING and r.id not in ending:
                 await self._requeue_interrupted(r.id)
@@ -234,6 +236,7 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
         await self._check_pending_all(ready)
         for e in finish:  # agents that had exited, their output stored: not run again
             await self._finish_ended(e)
+        await self._carry_on(adopted)
         if self.end_log is not None:
             self.end_log.clear()
 
@@ -436,8 +439,10 @@ class Engine(Dispatch, RunEnd, Questions, Subtasks):
 
     # -- what a run asks of its engine (runner.RunHost) --------------------------------------
 
-    async def output_lines(self, run: Run, stream: int, lines: list[str]) -> None:
-        await self.output.add(run, stream, lines)
+    async def output_lines(
+        self, run: Run, stream: int, lines: list[str], end: int | None = None
+    ) -> None:
+        await self.output.add(run, stream, lines, end)
 
     async def session_started(self, run: Run, session_id: str) -> None:
         await self.store.set_run_session(run.run_id, session_id)

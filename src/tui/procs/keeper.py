@@ -8,11 +8,14 @@ one turn of its loop, so a hundred exits that arrive together cost the engine on
 
 engine → keeper:
   ("base", env)  first: the environment spawns' env_set / env_unset are relative to
-  ("spawn", key, argv, env_set, env_unset, cwd, executable, want_stdin)
+  ("setup", engine_id, listen_path, spill_dir, results_path, wait)  where a keeper whose
+                   engine died waits for the next one (see below)
+  ("spawn", key, argv, env_set, env_unset, cwd, executable, want_stdin, run_id, adoptable)
   ("stdin", key, bytes | None)  None: close it
   ("read", key, stream, n)  the engine took n bytes of that stream
-  ("forget", key)  close its pipes, report nothing more of it (not needed once the
-                   engine has seen its exit and both EOFs: the keeper forgets it then)
+  ("ack", key, stream, offset)  the engine has committed that stream's lines up to there
+  ("forget", key)  done with it: its group killed if it still runs, its pipes closed,
+                   nothing more reported (the engine says so once the run's end is stored)
   ("stop",)  the engine stops: its EOF is not a crash
 keeper → engine:
   ("spawned", key, pid, start_time) | ("failed", key, errno, message, filename)
@@ -28,14 +31,33 @@ Popen runs on a few threads: with vfork the
 parent waits until the child has exec'd (ms on a busy machine) with the GIL released, so starts
 overlap; the loop itself never waits for one.
 
+Every byte read from an agent is kept until the engine acknowledges it as stored (past
+MEMORY_CAP bytes of one stream, in a file in ``spill_dir``), and an agent is kept, exit status
+and all, until the engine says ``forget``.
+
 When the engine's end closes without a ``stop`` (the engine died), the keeper kills the groups
-of the agents it has not reaped yet (their pid, hence their group, is still theirs) and exits.
+of the agents that cannot be adopted (their pid, hence their group, is still theirs: it has not
+reaped them) and, if any adoptable one is left, keeps running them: it reads their pipes, reaps
+them, and listens at ``listen_path`` (a Unix socket in the user's 0700 runtime directory) for
+the next engine of the database, checking its uid (SO_PEERCRED):
+
+  engine → keeper: ("adopt", engine_id)  refused (closed) unless it names the dead engine
+  keeper → engine: ("kept", [(key, run_id, pid, start_time, exit code | None), ...])
+  engine → keeper: ("claim", key, out_offset, err_offset) | ("forget", key), one per agent
+
+then resends each claimed agent's output from those offsets (what the store has), its EOFs and
+exit, and goes on as that engine's keeper for them. Once every agent is done and no engine is
+there, or ``wait`` seconds after the engine died with none come, it writes what it holds (exit
+statuses, output not acknowledged) to ``results_path`` (JSON lines, see ``_write_results``),
+kills what still runs and exits; recovery reads that file (tui.engine.adoption).
 """
 
 from __future__ import annotations
 
+import base64
 import collections
 import contextlib
+import json
 import os
 import pickle
 import queue
@@ -45,44 +67,142 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from typing import Any
 
 READ_CHUNK = 256 * 1024
 WINDOW = 1 << 20  # bytes of one stream in flight before the keeper stops reading it
+MEMORY_CAP = 4 << 20  # bytes of one stream kept in memory before they go to a spill file
 SPAWN_THREADS = 4
 _LEN = struct.Struct(">I")
+_CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+class _Kept:
+    """One stream's bytes the engine has not acknowledged as stored: offsets [start, end) of
+    the stream, the oldest in a spill file (unlinked: it goes with the keeper), the rest in
+    memory."""
+
+    __slots__ = ("end", "fd", "file_len", "file_start", "mem", "spill_dir", "start")
+
+    def __init__(self, spill_dir: str | None) -> None:
+        self.spill_dir = spill_dir
+        self.start = self.end = 0
+        self.mem = bytearray()
+        self.fd = -1
+        self.file_start = self.file_len = 0
+
+    def add(self, data: bytes) -> None:
+        self.mem += data
+        self.end += len(data)
+        if len(self.mem) > MEMORY_CAP and self.spill_dir is not None:
+            self._spill()
+
+    def _spill(self) -> None:
+        try:
+            if self.fd < 0:
+                fd, path = tempfile.mkstemp(prefix="keeper-spill-", dir=self.spill_dir)
+                os.unlink(path)
+                self.fd = fd
+                self.file_start, self.file_len = self.end - len(self.mem), 0
+            view = memoryview(self.mem)
+            while view:
+                n = os.pwrite(self.fd, view, self.file_len)
+                self.file_len += n
+                view = view[n:]
+        except OSError:  # no room: it stays in memory
+            return
+        self.mem.clear()
+
+    def ack(self, offset: int) -> None:
+        if offset <= self.start:
+            return
+        self.start = min(offset, self.end)
+        mem_start = self.end - len(self.mem)
+        if self.fd >= 0 and self.start >= mem_start:
+            os.close(self.fd)
+            self.fd = -1
+            self.file_len = 0
+        if self.start > mem_start:
+            del self.mem[: self.start - mem_start]
+
+    def since(self, offset: int) -> bytes:
+        """The bytes from ``offset`` (no earlier than what is kept) to the end."""
+        offset = max(offset, self.start)
+        parts = []
+        mem_start = self.end - len(self.mem)
+        if self.fd >= 0 and offset < mem_start:
+            parts.append(os.pread(self.fd, mem_start - offset, offset - self.file_start))
+        parts.append(bytes(self.mem[max(0, offset - mem_start) :]))
+        return b"".join(parts)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self.mem = bytearray()
 
 
 class _Agent:
-    __slots__ = ("close_in", "fds", "held", "key", "paused", "pid", "stdin_buf", "stdin_fd")
+    __slots__ = (
+        "adoptable",
+        "close_in",
+        "code",
+        "fds",
+        "held",
+        "kept",
+        "key",
+        "paused",
+        "pgid",
+        "pid",
+        "run_id",
+        "start_time",
+        "stdin_buf",
+        "stdin_fd",
+    )
 
-    def __init__(self, key: int, pid: int, out: int, err: int, inw: int) -> None:
+    def __init__(
+        self, key: int, pid: int, out: int, err: int, inw: int, run_id: int, adoptable: bool
+    ) -> None:
         self.key = key
         self.pid = pid  # 0 once reaped
+        self.pgid = pid  # its group, the leader reaped or not
+        self.start_time = 0
+        self.code: int | None = None  # the exit code, once reaped
+        self.run_id = run_id
+        self.adoptable = adoptable
         self.fds = {out: 1, err: 2}  # open read ends → stream
         self.held = {1: 0, 2: 0}  # bytes sent, not yet taken by the engine
+        self.kept: dict[int, _Kept] = {}  # stream → bytes not acknowledged (adoptable only)
         self.paused: set[int] = set()
         self.stdin_fd = inw
         self.stdin_buf = bytearray()
         self.close_in = False
 
+    @property
+    def done(self) -> bool:
+        return self.pid == 0 and not self.fds
+
 
 class _Started:
     """A start done on a spawn thread, for the loop to take over."""
 
-    __slots__ = ("error", "fds", "key", "pid")
+    __slots__ = ("adoptable", "error", "fds", "key", "pid", "run_id")
 
-    def __init__(self, key: int, fds: tuple[int, int, int]) -> None:
+    def __init__(self, key: int, fds: tuple[int, int, int], run_id: int, adoptable: bool) -> None:
         self.key = key
         self.fds = fds  # stdout, stderr read ends; stdin write end (-1: none)
+        self.run_id = run_id
+        self.adoptable = adoptable
         self.pid = 0
         self.error: BaseException | None = None
 
 
 class Keeper:
     def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
+        self.sock: socket.socket | None = sock  # None: no engine
         self.sel = selectors.DefaultSelector()
         self.agents: dict[int, _Agent] = {}  # by key
         self.living: dict[int, _Agent] = {}  # pidfd → agent not reaped yet
@@ -91,6 +211,17 @@ class Keeper:
         self.outbox: list[tuple[Any, ...]] = []
         self.inbuf = bytearray()
         self.stopping = False
+        self.finished = False
+        # Set by "setup": without it an engine's death ends every agent, as it always did.
+        self.engine_id = ""
+        self.listen_path: str | None = None
+        self.spill_dir: str | None = None
+        self.results_path: str | None = None
+        self.wait = 0.0
+        self.orphaned = False  # its first engine died: it exits once its agents are handed on
+        self.deadline = 0.0  # monotonic: when a keeper without engine gives up waiting
+        self.listener: socket.socket | None = None
+        self.hellos: dict[socket.socket, bytearray] = {}
         self.base_env = dict(os.environb)
         self.requests: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
         self.spawners = [
@@ -107,15 +238,24 @@ class Keeper:
     # -- the loop ----------------------------------------------------------------------------
 
     def run(self) -> None:
-        while self.sock.fileno() >= 0:
-            for sk, _ in self.sel.select():
+        while not self.finished:
+            timeout = None
+            if self.sock is None:
+                timeout = max(0.0, self.deadline - time.monotonic())
+            for sk, _ in self.sel.select(timeout):
                 sk.data(sk.fileobj)
-                if self.sock.fileno() < 0:
-                    return
+                if self.finished:
+                    break
             self._send()
+            if self.orphaned and not self.finished:
+                self._check_done()
+        self._send()
 
     def _send(self) -> None:
         if not self.outbox:
+            return
+        if self.sock is None:  # nobody to tell: what matters is kept
+            self.outbox.clear()
             return
         data = pickle.dumps(self.outbox, pickle.HIGHEST_PROTOCOL)
         self.outbox.clear()
@@ -125,9 +265,9 @@ class Keeper:
 
     # -- from the engine ---------------------------------------------------------------------
 
-    def _from_engine(self, _sock: object) -> None:
+    def _from_engine(self, sock: socket.socket) -> None:
         try:
-            data = self.sock.recv(1 << 20)
+            data = sock.recv(1 << 20)
         except OSError:
             data = b""
         if not data:
@@ -150,6 +290,15 @@ class Keeper:
         enc = os.fsencode
         self.base_env = {enc(k): enc(v) for k, v in env.items()}
 
+    def _on_setup(
+        self, engine_id: str, listen_path: str, spill_dir: str, results_path: str, wait: float
+    ) -> None:
+        self.engine_id = engine_id
+        self.listen_path = listen_path
+        self.spill_dir = spill_dir
+        self.results_path = results_path
+        self.wait = wait
+
     def _on_spawn(
         self,
         key: int,
@@ -159,13 +308,16 @@ class Keeper:
         cwd: str | None,
         executable: str | None,
         want_stdin: bool,
+        run_id: int = 0,
+        adoptable: bool = False,
     ) -> None:
         enc = os.fsencode
         env = self.base_env.copy()
         env.update((enc(k), enc(v)) for k, v in env_set.items())
         for name in env_unset:
             env.pop(enc(name), None)
-        self.requests.put((key, argv, env, cwd, executable, want_stdin))
+        adoptable = adoptable and self.results_path is not None
+        self.requests.put((key, argv, env, cwd, executable, want_stdin, run_id, adoptable))
 
     def _spawner(self) -> None:
         while (request := self.requests.get()) is not None:
@@ -179,6 +331,8 @@ class Keeper:
         cwd: str | None,
         executable: str | None,
         want_stdin: bool,
+        run_id: int,
+        adoptable: bool,
     ) -> None:
         """On a spawn thread: pipes and Popen; the result goes to the loop."""
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -186,7 +340,7 @@ class Keeper:
         in_r = in_w = -1
         if want_stdin:
             in_r, in_w = os.pipe2(os.O_CLOEXEC)
-        started = _Started(key, (out_r, err_r, in_w))
+        started = _Started(key, (out_r, err_r, in_w), run_id, adoptable)
         try:
             popen = subprocess.Popen(
                 argv,
@@ -232,10 +386,13 @@ class Keeper:
             return
         out_r, err_r, in_w = started.fds
         pid = started.pid
-        agent = _Agent(key, pid, out_r, err_r, in_w)
+        agent = _Agent(key, pid, out_r, err_r, in_w, started.run_id, started.adoptable)
+        if agent.adoptable:
+            agent.kept = {1: _Kept(self.spill_dir), 2: _Kept(self.spill_dir)}
         self.agents[key] = agent
         # Popen returned after the exec: /proc shows the agent itself.
-        self.outbox.append(("spawned", key, pid, _start_time(pid)))
+        agent.start_time = _start_time(pid)
+        self.outbox.append(("spawned", key, pid, agent.start_time))
         for fd, stream in ((out_r, 1), (err_r, 2)):
             os.set_blocking(fd, False)
             self.pipes[fd] = (agent, stream)
@@ -246,7 +403,7 @@ class Keeper:
         pidfd = os.pidfd_open(pid)  # only this loop reaps it: it is there until then
         self.living[pidfd] = agent
         self.sel.register(pidfd, selectors.EVENT_READ, self._reap)
-        if self.stopping or self.sock.fileno() < 0:
+        if self.stopping or (self.sock is None and not agent.adoptable):
             self._kill(agent)
 
     def _on_stdin(self, key: int, data: bytes | None) -> None:
@@ -265,44 +422,237 @@ class Keeper:
             return
         agent.held[stream] -= n
         if stream in agent.paused and agent.held[stream] < WINDOW:
-            agent.paused.discard(stream)
-            for fd, s in agent.fds.items():
-                if s == stream:
-                    self.sel.register(fd, selectors.EVENT_READ, self._readable)
+            self._resume(agent, stream)
+
+    def _resume(self, agent: _Agent, stream: int) -> None:
+        agent.paused.discard(stream)
+        for fd, s in agent.fds.items():
+            if s == stream:
+                self.sel.register(fd, selectors.EVENT_READ, self._readable)
+
+    def _on_ack(self, key: int, stream: int, offset: int) -> None:
+        agent = self.agents.get(key)
+        if agent is not None and agent.kept:
+            agent.kept[stream].ack(offset)
 
     def _on_forget(self, key: int) -> None:
         agent = self.agents.pop(key, None)
         if agent is None:
             return
+        if agent.pid:  # the engine is done with it: it must not run on unwatched
+            self._kill(agent)
         for fd in list(agent.fds):
             self._close_out(agent, fd)
         self._close_stdin(agent)
+        for kept in agent.kept.values():
+            kept.close()
 
     def _on_stop(self) -> None:
         self.stopping = True
 
+    def _on_claim(self, key: int, out_offset: int, err_offset: int) -> None:
+        """The engine that adopts this agent has its lines up to these offsets: the rest,
+        then its EOFs and exit as they are known."""
+        agent = self.agents.get(key)
+        if agent is None:
+            return
+        for stream, offset in ((1, out_offset), (2, err_offset)):
+            data = agent.kept[stream].since(offset)
+            for at in range(0, len(data), READ_CHUNK):
+                self.outbox.append(("out", key, stream, data[at : at + READ_CHUNK]))
+            agent.held[stream] = len(data)
+            if stream not in agent.fds.values():
+                self.outbox.append(("out", key, stream, b""))
+            elif agent.held[stream] >= WINDOW:
+                self._pause(agent, stream)
+        if agent.code is not None:
+            self.outbox.append(("exited", key, agent.code))
+
     def _engine_gone(self) -> None:
+        assert self.sock is not None
         self.sel.unregister(self.sock)
         self.sock.close()
-        if not self.stopping:
-            # The engine died: what it started must not run on unwatched (the next engine
-            # would run those tasks again beside them). Starts under way end first.
-            for _ in self.spawners:
-                self.requests.put(None)
-            for t in self.spawners:
-                t.join()
-            while self.started:
-                self._take(self.started.popleft())
-            for agent in self.living.values():
-                self._kill(agent)
-            for agent in self.living.values():  # reaped here: a container's PID 1 may not
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(agent.pid, 0)
+        self.sock = None
+        self.inbuf.clear()
+        if self.stopping:
+            self.finished = True
+            return
+        # The engine died: what it started must not run on unwatched (the next engine would
+        # run those tasks again beside them), unless the next engine can take it over.
+        # Starts under way end first.
+        for _ in self.spawners:
+            self.requests.put(None)
+        for t in self.spawners:
+            t.join()
+        while self.started:
+            self._take(self.started.popleft())
+        for agent in list(self.agents.values()):
+            if not agent.adoptable:
+                self._on_forget(agent.key)
+        if not self.agents or self.results_path is None:
+            self._end_all()
+            return
+        self.orphaned = True
+        self.deadline = time.monotonic() + self.wait
+        for agent in self.agents.values():  # nobody takes their output now: read on
+            agent.held = {1: 0, 2: 0}
+            for stream in list(agent.paused):
+                self._resume(agent, stream)
+        self._listen()
+
+    def _end_all(self) -> None:
+        """Kill every group not reaped yet, reap them, and finish."""
+        for agent in self.living.values():
+            self._kill(agent)
+        for agent in self.living.values():  # reaped here: a container's PID 1 may not
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(agent.pid, 0)
+        self.finished = True
 
     @staticmethod
     def _kill(agent: _Agent) -> None:
         with contextlib.suppress(OSError):
             os.killpg(agent.pid, signal.SIGKILL)
+
+    # -- without an engine -------------------------------------------------------------------
+
+    def _listen(self) -> None:
+        path = self.listen_path
+        if path is None:
+            return
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            listener.bind(path)
+            os.chmod(path, 0o600)
+            listener.listen(8)
+        except OSError:  # no socket: the results file is left when the agents are done
+            listener.close()
+            return
+        listener.setblocking(False)
+        self.listener = listener
+        self.sel.register(listener, selectors.EVENT_READ, self._accept)
+
+    def _unlisten(self) -> None:
+        if self.listener is not None:
+            self.sel.unregister(self.listener)
+            self.listener.close()
+            self.listener = None
+            if self.listen_path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.listen_path)
+        for conn in list(self.hellos):
+            self._drop_hello(conn)
+
+    def _accept(self, listener: socket.socket) -> None:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        _, uid, _ = _CRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))
+        if uid != os.getuid():  # another user's process: never ours to talk to
+            conn.close()
+            return
+        conn.setblocking(False)
+        self.hellos[conn] = bytearray()
+        self.sel.register(conn, selectors.EVENT_READ, self._hello)
+
+    def _drop_hello(self, conn: socket.socket) -> None:
+        self.hellos.pop(conn, None)
+        self.sel.unregister(conn)
+        conn.close()
+
+    def _hello(self, conn: socket.socket) -> None:
+        buf = self.hellos[conn]
+        try:
+            data = conn.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop_hello(conn)
+            return
+        buf += data
+        if len(buf) < 4:
+            return
+        (size,) = _LEN.unpack_from(buf)
+        if size > 65536:
+            self._drop_hello(conn)
+            return
+        if len(buf) < 4 + size:
+            return
+        try:
+            messages = pickle.loads(buf[4 : 4 + size])
+            kind, engine_id = messages[0]
+        except Exception:
+            self._drop_hello(conn)
+            return
+        if kind != "adopt" or engine_id != self.engine_id:  # not the engine it ran for
+            with contextlib.suppress(OSError):
+                reply = pickle.dumps([("refused", "not this keeper's engine")])
+                conn.sendall(_LEN.pack(len(reply)) + reply)
+            self._drop_hello(conn)
+            return
+        rest = bytes(buf[4 + size :])
+        self.hellos.pop(conn)
+        self.sel.unregister(conn)
+        self._unlisten()
+        conn.setblocking(True)
+        self.sock = conn
+        self.sel.register(conn, selectors.EVENT_READ, self._from_engine)
+        kept = [(a.key, a.run_id, a.pid, a.start_time, a.code) for a in self.agents.values()]
+        self.outbox.append(("kept", kept))
+        if rest:  # its claims came with the hello
+            self.inbuf += rest
+
+    def _check_done(self) -> None:
+        """Orphaned: finish once nothing is left to hand on, or once nobody came for it."""
+        if self.sock is not None:
+            if not self.agents:
+                self.finished = True
+            return
+        if not self.agents:
+            self._unlisten()
+            self._end_all()
+        elif all(a.done for a in self.agents.values()) or time.monotonic() >= self.deadline:
+            self._write_results()
+            self._unlisten()
+            self._end_all()
+
+    def _write_results(self) -> None:
+        """What the next engine needs to finish these runs, one JSON line each: the run, the
+        exit code (None: still running at the deadline, killed), and each stream's bytes
+        not acknowledged, from their offset. Written whole, then renamed into place."""
+        assert self.results_path is not None
+        for agent in self.agents.values():  # what it left behind ends too, as the engine's would
+            with contextlib.suppress(OSError):
+                os.killpg(agent.pgid, signal.SIGKILL)
+        lines = []
+        for agent in self.agents.values():
+            code = None if agent.pid else agent.code  # not reaped: did not end by itself
+            streams = {
+                str(s): [k.start, base64.b64encode(k.since(k.start)).decode()]
+                for s, k in agent.kept.items()
+            }
+            record = {
+                "engine_id": self.engine_id,
+                "run_id": agent.run_id,
+                "pid": agent.pgid,
+                "code": code,
+                "streams": streams,
+            }
+            lines.append(json.dumps(record) + "\n")
+        tmp = f"{self.results_path}.{os.getpid()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.writelines(lines)
+            os.replace(tmp, self.results_path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
     # -- agents ------------------------------------------------------------------------------
 
@@ -320,12 +670,22 @@ class Keeper:
         self.outbox.append(("out", agent.key, stream, data))
         if not data:
             self._close_out(agent, fd)
-            self._done(agent)
+            return
+        if agent.kept:
+            agent.kept[stream].add(data)
+        if self.sock is None:
             return
         agent.held[stream] += len(data)
         if agent.held[stream] >= WINDOW:
-            agent.paused.add(stream)
-            self.sel.unregister(fd)
+            self._pause(agent, stream)
+
+    def _pause(self, agent: _Agent, stream: int) -> None:
+        if stream in agent.paused:
+            return
+        agent.paused.add(stream)
+        for fd, s in agent.fds.items():
+            if s == stream:
+                self.sel.unregister(fd)
 
     def _close_out(self, agent: _Agent, fd: int) -> None:
         stream = agent.fds.pop(fd)
@@ -379,16 +739,11 @@ class Keeper:
         except ChildProcessError:  # cannot happen: nobody else reaps it
             code = 255
         agent.pid = 0
+        agent.code = code
         if self.agents.get(agent.key) is agent:
             self.outbox.append(("exited", agent.key, code))
-            self._done(agent)
-
-    def _done(self, agent: _Agent) -> None:
-        """Reaped and both pipes at EOF: nothing more can come, and the engine (which saw
-        the same) does not send ``forget``. A stdin left open goes nowhere now."""
-        if agent.pid == 0 and not agent.fds and self.agents.get(agent.key) is agent:
-            del self.agents[agent.key]
-            self._close_stdin(agent)
+            if agent.stdin_fd >= 0 and not agent.fds:  # a stdin left open goes nowhere now
+                self._close_stdin(agent)
 
 
 def _start_time(pid: int) -> int:
@@ -405,6 +760,7 @@ def main() -> None:
     os.set_inheritable(fd, False)  # the agents must not hold the engine's socket open
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal is not the engine's end
     Keeper(sock).run()
 
 

@@ -10,31 +10,90 @@ requests batched the same way (one write per turn of its loop).
 A keeper that dies ends what it ran: each live group is killed and its child ends as killed
 with ``lost`` set (the executor treats the run as interrupted, not failed); a spawn under way
 raises :class:`KeeperLost`. The next spawn starts a new keeper.
+
+An engine that dies leaves its adoptable agents (plain commands) to its keeper, which waits
+for the next engine of the database at :func:`keeper_socket` (or leaves :func:`results_path`);
+:meth:`Keeper.attach` is that engine's side (tui.engine.adoption).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import contextlib
+import hashlib
+import json
 import os
 import pickle
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tui.procs.process import Child, ProcIdentity, identity_alive
 
-__all__ = ["Keeper", "KeeperLost", "KeptChild"]
+__all__ = ["Keeper", "KeeperLost", "KeptChild", "KeptRun", "keeper_socket", "results_path"]
 
 _LEN = struct.Struct(">I")
 CLOSE_WAIT = 10.0  # seconds a stopping keeper has to exit
 PIPE_SIZE = 65536  # Linux's default pipe capacity: the most one read of an agent's pipe gave
 _KEEPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keeper.py")
+WAIT_ENV = "TUI_KEEPER_WAIT"  # seconds a keeper whose engine died waits for the next one
+DEFAULT_WAIT = 300.0
+ATTACH_WAIT = 5.0  # seconds to wait for a surviving keeper's answer
+_CRED = struct.Struct("3i")
+_SUN_PATH = 108  # bytes of a Unix socket's path, its NUL included (Linux)
+
+
+def runtime_dir() -> Path | None:
+    """The user's 0700 socket directory (as tui.daemon.paths makes it), or None when it is
+    not safely ours: then no keeper outlives its engine."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base and os.access(base, os.W_OK):
+        d = Path(base) / "tui"
+    else:
+        d = Path(tempfile.gettempdir()) / f"tui-{os.getuid()}"
+    try:
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(d)
+    except OSError:
+        return None
+    private = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+    return d if private and not stat.S_IMODE(st.st_mode) & 0o077 else None
+
+
+def keeper_socket(db_path: str, engine_id: str) -> Path | None:
+    """Where the keeper of engine ``engine_id`` of this database waits once its engine died."""
+    d = runtime_dir()
+    if d is None:
+        return None
+    key = hashlib.sha256(f"{os.path.realpath(db_path)}\0{engine_id}".encode()).hexdigest()
+    path = d / f"keeper-{key[:20]}.sock"
+    return path if len(os.fsencode(path)) < _SUN_PATH else None
+
+
+def results_path(db_path: str, engine_id: str) -> Path:
+    """Where that keeper leaves what it holds when no engine came (beside the database)."""
+    return Path(f"{db_path}-kept-{engine_id}")
+
+
+@dataclass
+class KeptRun:
+    """An agent a dead engine's keeper kept: a live one (``code`` None) or one that ended."""
+
+    key: int
+    run_id: int
+    pid: int
+    start_time: int
+    code: int | None
 
 
 class KeeperLost(Exception):
@@ -142,6 +201,8 @@ class KeptChild(Child):
         self._keeper = keeper
         self._start = start
         self.lost = False  # the keeper died while this child ran
+        self.adoptable = False  # it outlives a dead engine, for the next one (Keeper.setup)
+        self._released = False
         self.out = _FedReader(keeper, key, 1)
         self.err = _FedReader(keeper, key, 2)
         super().__init__(pid, _KeptStdin(keeper, key) if stdin else None, self.out, self.err)
@@ -153,7 +214,20 @@ class KeptChild(Child):
         done = self.returncode is not None and self.out.at_eof and self.err.at_eof
         super().close_pipes()
         if self._keeper._children.pop(self.key, None) is not None and not done:
-            self._keeper._send(("forget", self.key))  # else the keeper forgot it already
+            self.release()
+        elif not self.adoptable:
+            self.release()  # nothing of it is kept for a next engine
+
+    def ack(self, stream: int, offset: int) -> None:
+        """The engine has committed this stream's lines up to ``offset``."""
+        if not self._released:
+            self._keeper._send(("ack", self.key, stream, offset))
+
+    def release(self) -> None:
+        """The engine is done with it (its end stored): the keeper forgets it."""
+        if not self._released:
+            self._released = True
+            self._keeper._send(("forget", self.key))
 
     def _lose(self) -> None:
         """The keeper died: end this child's group (it is no longer anyone's child to watch)."""
@@ -203,11 +277,36 @@ class Keeper:
         self._transport: asyncio.Transport | None = None
         self._base: dict[str, str] = {}
         self._next = 0
-        self._pending: dict[int, tuple[asyncio.Future[KeptChild], bool]] = {}
+        self._pending: dict[int, tuple[asyncio.Future[KeptChild], bool, bool]] = {}
         self._children: dict[int, KeptChild] = {}
         self._outbox: list[tuple[Any, ...]] = []
         self._closed: asyncio.Future[None] | None = None
         self._stopping = False
+        self._setup: tuple[Any, ...] | None = None  # ("setup", ...) once told, see setup()
+        self._attached = False  # a dead engine's keeper this engine adopted agents from
+        self._kept: asyncio.Future[list[KeptRun]] | None = None
+
+    def setup(self, engine_id: str, db_path: str) -> None:
+        """Let adoptable agents outlive this engine (a database file, and a private runtime
+        directory, are needed for that); idempotent."""
+        if self._setup is not None or not db_path or db_path.startswith(("file:", ":memory:")):
+            return
+        where = keeper_socket(db_path, engine_id)
+        if where is None:
+            return
+        try:
+            wait = float(os.environ.get(WAIT_ENV, DEFAULT_WAIT))
+        except ValueError:
+            wait = DEFAULT_WAIT
+        self._setup = (
+            "setup",
+            engine_id,
+            str(where),
+            str(where.parent),
+            str(results_path(db_path, engine_id)),
+            wait,
+        )
+        self._send(self._setup)
 
     def start(self) -> None:
         """Start the keeper process now, without waiting for it (it gets going while the
@@ -238,6 +337,56 @@ class Keeper:
         # The environment every spawn is told as a difference from.
         self._base = dict(os.environ)
         self._send(("base", self._base))
+        if self._setup is not None:  # a keeper started again after the first died
+            self._send(self._setup)
+
+    @classmethod
+    async def attach(cls, path: Path, engine_id: str) -> tuple[Keeper, list[KeptRun]]:
+        """Connect to the keeper engine ``engine_id`` left at ``path``: it must run as this
+        user and have been that engine's. Returns it and the agents it kept; each must then
+        be :meth:`claim`-ed or :meth:`drop`-ped. Raises OSError, or KeeperLost when refused."""
+        self = cls()
+        self._attached = True
+        loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, str(path))
+            _, uid, _ = _CRED.unpack(
+                sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
+            )
+            if uid != os.getuid():
+                raise KeeperLost(f"{path} is served by uid {uid}, not by you")
+        except BaseException:
+            sock.close()
+            raise
+        self._closed = loop.create_future()
+        self._kept = loop.create_future()
+        link = loop.create_future()
+        link.set_result(None)
+        self._link = link
+        transport, _ = await loop.connect_accepted_socket(lambda: _Link(self), sock)
+        self._transport = transport
+        self._send(("adopt", engine_id))
+        try:
+            async with asyncio.timeout(ATTACH_WAIT):
+                kept = await asyncio.shield(self._kept)
+        except BaseException:
+            transport.abort()
+            raise
+        return self, kept
+
+    def claim(self, kept: KeptRun, offsets: tuple[int, int]) -> KeptChild:
+        """Take over a kept agent: its output from these offsets (what the store has) on."""
+        child = KeptChild(self, kept.key, kept.pid, kept.start_time, False)
+        child.adoptable = True
+        self._children[kept.key] = child
+        self._send(("claim", kept.key, *offsets))
+        return child
+
+    def drop(self, kept: KeptRun) -> None:
+        """Not taken over: the keeper kills it (if it still runs) and forgets it."""
+        self._send(("forget", kept.key))
 
     @property
     def pid(self) -> int | None:
@@ -251,8 +400,12 @@ class Keeper:
         env: Mapping[str, str] | None,
         stdin: int = subprocess.DEVNULL,
         executable: str | None = None,
+        run_id: int = 0,
+        adoptable: bool = False,
     ) -> Child:
-        """As :func:`tui.procs.process.spawn`, the process started by the keeper."""
+        """As :func:`tui.procs.process.spawn`, the process started by the keeper. An
+        ``adoptable`` agent (of run ``run_id``) outlives an engine that dies, for the next one
+        to adopt (see :meth:`setup`)."""
         if isinstance(argv, str | bytes) or not argv:
             raise ValueError("argv must be a non-empty sequence of arguments, not a string")
         self.start()
@@ -266,7 +419,7 @@ class Keeper:
         cwd = os.path.join(os.getcwd(), cwd) if cwd is not None else os.getcwd()
         fut: asyncio.Future[KeptChild] = asyncio.get_running_loop().create_future()
         want_stdin = stdin == subprocess.PIPE
-        self._pending[key] = (fut, want_stdin)
+        self._pending[key] = (fut, want_stdin, adoptable)
         self._send(
             (
                 "spawn",
@@ -277,6 +430,8 @@ class Keeper:
                 cwd,
                 executable,
                 want_stdin,
+                run_id,
+                adoptable,
             )
         )
         try:
@@ -326,12 +481,19 @@ class Keeper:
                 if child is not None:
                     child._exit(msg[2])
             elif kind == "spawned":
-                fut, want_stdin = self._pending.pop(msg[1])
+                fut, want_stdin, adoptable = self._pending.pop(msg[1])
                 child = KeptChild(self, msg[1], msg[2], msg[3], want_stdin)
+                child.adoptable = adoptable and self._setup is not None
                 children[msg[1]] = child
                 fut.set_result(child)
+            elif kind == "kept":
+                if self._kept is not None and not self._kept.done():
+                    self._kept.set_result([KeptRun(*k) for k in msg[1]])
+            elif kind == "refused":
+                if self._kept is not None and not self._kept.done():
+                    self._kept.set_exception(KeeperLost(msg[1]))
             elif kind == "failed":
-                fut, _ = self._pending.pop(msg[1])
+                fut, _, _ = self._pending.pop(msg[1])
                 _, _, errno, message, filename = msg
                 exc: Exception = OSError(errno, message, filename) if errno else ValueError(message)
                 fut.set_exception(exc)
@@ -343,7 +505,9 @@ class Keeper:
             popen, self._popen = self._popen, None
             self._reaping = asyncio.ensure_future(asyncio.to_thread(popen.wait))
         self._outbox.clear()
-        for fut, _ in self._pending.values():
+        if self._kept is not None and not self._kept.done():
+            self._kept.set_exception(KeeperLost("the keeper closed the connection"))
+        for fut, _, _ in self._pending.values():
             if not fut.done():
                 fut.set_exception(KeeperLost("the keeper process that starts agents died"))
         self._pending.clear()
@@ -362,6 +526,16 @@ class Keeper:
         if self._reaping is not None:  # a keeper that died before
             await self._reaping
             self._reaping = None
+        if self._attached and self._transport is not None:
+            self._stopping = True
+            self._send(("stop",))
+            self._flush()
+            self._transport.write_eof()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CLOSE_WAIT):
+                    if self._closed is not None:
+                        await self._closed
+            return
         if self._transport is None or self._popen is None:
             return
         self._stopping = True
@@ -386,3 +560,66 @@ def _abandon(fut: asyncio.Future[KeptChild]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
     child.close_pipes()
+
+
+@dataclass
+class LeftRun:
+    """An agent a keeper with no engine left in its results file: its exit code (None: still
+    running at the deadline, killed) and each stream's bytes not acknowledged, from the
+    offset they start at."""
+
+    run_id: int
+    pid: int
+    code: int | None
+    streams: dict[int, tuple[int, bytes]]
+
+
+def read_results(path: Path) -> list[LeftRun]:
+    """The results file a keeper left (a line cut short, or an unreadable file, is skipped)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            data = json.loads(line)
+            streams = {
+                int(s): (int(start), base64.b64decode(b64))
+                for s, (start, b64) in data["streams"].items()
+            }
+            out.append(LeftRun(int(data["run_id"]), int(data["pid"]), data["code"], streams))
+    return out
+
+
+class _Given:
+    """A stream whose bytes are all known already."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._at = 0
+
+    async def read(self, n: int) -> bytes:
+        chunk = self._data[self._at : self._at + n]
+        self._at += len(chunk)
+        return chunk
+
+    def close(self) -> None:
+        self._data = b""
+
+
+class EndedChild(Child):
+    """An agent that ended with no engine watching: its exit code and the output the store
+    lacks, as a child that has exited."""
+
+    def __init__(self, left: LeftRun, offsets: tuple[int, int]) -> None:
+        streams = []
+        for stream, offset in zip((1, 2), offsets, strict=True):
+            start, data = left.streams.get(stream, (offset, b""))
+            streams.append(_Given(data[max(0, offset - start) :]))
+        super().__init__(left.pid, None, streams[0], streams[1])
+        assert left.code is not None
+        self._exit(left.code)
+
+    def identity(self) -> ProcIdentity:
+        return ProcIdentity(pid=self.pid, pgid=self.pid, start_time=0)

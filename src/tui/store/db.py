@@ -372,11 +372,19 @@ class Store:
         """
         return await self.append_chunks(group_rows(rows))
 
-    async def append_chunks(self, chunks: Sequence[ChunkRow]) -> int:
-        """Store chunks of lines; returns the id of the first line (0 for none)."""
+    async def append_chunks(
+        self, chunks: Sequence[ChunkRow], offsets: Sequence[output.Offset] = ()
+    ) -> int:
+        """Store chunks of lines, and with them how far into its agent's streams each run's
+        stored lines reach (run id, stream, bytes); returns the id of the first line (0 for
+        none)."""
         if not chunks:
             return 0
-        return await self._db.call(lambda t: output.append(t, chunks))
+        return await self._db.call(lambda t: output.append(t, chunks, offsets))
+
+    async def run_offsets(self, run_id: int) -> tuple[int, int]:
+        """How far into its agent's (stdout, stderr) a run's stored lines reach, in bytes."""
+        return await self._db.call(lambda t: output.run_offsets(t, run_id), write=False)
 
     async def append_raw(self, rows: Sequence[tuple[str, int, int, float, str]]) -> None:
         """Store a batch of (task_id, run_id, seq, at, text) protocol lines."""

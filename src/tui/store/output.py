@@ -25,9 +25,16 @@ def last_id(t: Tx) -> int:
     return int(row[0]) if row else 0
 
 
-def append(t: Tx, chunks: Sequence[ChunkRow]) -> int:
+# An (run id, stream, byte offset): how far into that stream of its agent the run's stored
+# lines reach.
+Offset = tuple[int, int, int]
+
+
+def append(t: Tx, chunks: Sequence[ChunkRow], offsets: Sequence[Offset] = ()) -> int:
     """Inside BEGIN IMMEDIATE nobody else writes, so the batch's lines take the ids that
-    follow the last stored line, in order. Returns the first id."""
+    follow the last stored line, in order. Returns the first id. ``offsets`` are stored in
+    the same transaction: where each stream's stored lines end, for the engine that adopts
+    the run (tui.engine.adoption)."""
     first = last_id(t) + 1
     ids = accumulate((c[6] for c in chunks[:-1]), initial=first)
     t.db.executemany(
@@ -35,7 +42,16 @@ def append(t: Tx, chunks: Sequence[ChunkRow]) -> int:
         " VALUES (?,?,?,?,?,?,?,?)",
         [(i, *c) for i, c in zip(ids, chunks, strict=True)],
     )
+    for run_id, stream, offset in offsets:
+        column = "out_offset" if stream == 1 else "err_offset"
+        t.db.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (offset, run_id))
     return first
+
+
+def run_offsets(t: Tx, run_id: int) -> tuple[int, int]:
+    """How far into its agent's (stdout, stderr) a run's stored lines reach, in bytes."""
+    row = t.one("SELECT out_offset, err_offset FROM runs WHERE id = ?", (run_id,))
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def append_raw(t: Tx, rows: Sequence[tuple[str, int, int, float, str]]) -> None:

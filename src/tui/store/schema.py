@@ -165,4 +165,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE tasks ADD COLUMN summary TEXT;
     """,
+    # v8: how far into its agent's stdout and stderr a run's stored lines reach (bytes, at a
+    # line's end), committed with those lines: the engine that adopts a run whose engine died
+    # asks the keeper for the rest from there (docs/daemon.md, "Crash safety").
+    """
+    ALTER TABLE runs ADD COLUMN out_offset INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN err_offset INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
