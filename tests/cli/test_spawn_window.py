@@ -1,6 +1,8 @@
 """kill -9 of a foreground `tui run` within milliseconds of its spawns, round after round:
 the next `tui run` finds every process of the dead engine's runs (even one whose pid was not
-stored yet), so every task's side effect happens exactly once and no process is left behind.
+stored yet), so every task's side effect happens exactly once and no process is left behind:
+a shell agent the dead engine's keeper kept is adopted by the next `tui run`, any other one
+is killed and run again.
 
 TUI_CHAOS_ROUNDS sets the number of rounds (default 6; a soak: 100).
 """
@@ -18,11 +20,12 @@ from tests.cli.cli_support import Tui, marker_processes, shell_task, wait_until,
 ROUNDS = int(os.environ.get("TUI_CHAOS_ROUNDS", "6"))
 TASKS = 6
 
-# Under the first engine (CHAOS_HOLD set) a task holds before its side effect, so only a
-# process recovery failed to kill could ever do it; under the second it does it at once.
+# Under the first engine (CHAOS_HOLD set) a task holds before its side effect until the
+# first engine is dead (then it is either adopted by the second, or killed and run again);
+# under the second it does it at once.
 SCRIPT = """\
 # {marker}
-if [ -n "$CHAOS_HOLD" ]; then sleep 60; fi
+if [ -n "$CHAOS_HOLD" ]; then while [ ! -e "$CHAOS_HOLD" ]; do sleep 0.01; done; fi
 echo "{name}" >> "{side}"
 """
 
@@ -33,6 +36,7 @@ def test_kill_9_just_after_spawns_never_runs_a_task_twice(tui: Tui) -> None:
     for rnd in range(ROUNDS):
         marker = tui.marker()
         side = tui.dir / f"side-{rnd}.txt"
+        go = tui.dir / f"go-{rnd}"
         names = [f"r{rnd}t{i}" for i in range(TASKS)]
         f = write_tasks(
             tui.dir / f"round-{rnd}.yaml",
@@ -45,7 +49,7 @@ def test_kill_9_just_after_spawns_never_runs_a_task_twice(tui: Tui) -> None:
             stdin=subprocess.DEVNULL,
             text=True,
             cwd=tui.dir,
-            env={**os.environ, "CHAOS_HOLD": "1"},
+            env={**os.environ, "CHAOS_HOLD": str(go)},
         )
         tui.popens.append(first)
         # The first spawns follow the first run row's commit at once.
@@ -54,6 +58,7 @@ def test_kill_9_just_after_spawns_never_runs_a_task_twice(tui: Tui) -> None:
         os.kill(first.pid, signal.SIGKILL)
         first.communicate(timeout=30)
         in_window += open_runs(tui, "AND pid IS NULL") > 0
+        go.touch()
 
         res = tui("run", timeout=120)  # recovers and carries every task on
         assert res.returncode == 0, str(res)

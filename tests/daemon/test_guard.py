@@ -11,6 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from tests.cli.cli_support import marker_processes
 from tests.conftest import shell_task
 from tests.daemon.test_chaos import wait_dead
@@ -30,7 +31,13 @@ def guards() -> list[int]:
     return marker_processes("tui.daemon.guard")
 
 
-async def test_a_killed_daemon_takes_its_agents_with_it(db: Path, tmp_path: Path) -> None:
+async def test_a_killed_daemon_takes_its_agents_with_it(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Agents started in the daemon's own process: no keeper keeps them. (A shell agent its
+    # keeper started is kept for the next daemon, and killed by the guard if the keeper dies
+    # too: tests/daemon/test_adopt.py.)
+    monkeypatch.setenv("TUI_KEEPER", "0")
     marker = f"tui-guard-{uuid.uuid4().hex[:10]}"
     gate, effect = tmp_path / "gate", tmp_path / "effect"
     script = (

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
-import shutil
 import sys
 import tempfile
 import time
@@ -34,17 +34,19 @@ LINE = 11  # bytes of "line-00001\n"
 
 # A stand-in engine: spawns agents through its keeper (adoptable or not), reads their stdout
 # and acknowledges the first ACK lines of each as stored, says "ready", then waits to be
-# killed. argv: db, ack lines, then one script per agent (prefix "!" = not adoptable).
+# killed. argv: db, ack lines, engine id, line size, then one script per agent (prefix "!":
+# not adoptable).
 ENGINE = """
 import asyncio, sys
+ENGINE_ID, LINE = sys.argv[3], int(sys.argv[4])
 from tui.procs.keeper_client import Keeper
 async def main():
     db, ack = sys.argv[1], int(sys.argv[2])
     k = Keeper()
     k.start()
-    k.setup(%r, db)
+    k.setup(ENGINE_ID, db)
     kids = []
-    for i, script in enumerate(sys.argv[3:]):
+    for i, script in enumerate(sys.argv[5:]):
         adoptable = not script.startswith("!")
         p = await k.spawn(["sh", "-c", script.lstrip("!")], cwd=None, env=None,
                           run_id=100 + i, adoptable=adoptable)
@@ -53,11 +55,11 @@ async def main():
         got = b""
         while got.count(b"\\n") < ack:
             got += await p.stdout.read(65536)
-        p.ack(1, ack * %d)
+        p.ack(1, ack * LINE)
     print(k.pid, *[p.pid for p in kids], flush=True)
     await asyncio.sleep(3600)
 asyncio.run(main())
-""" % (ENGINE_ID, LINE)
+"""
 
 
 def _numbered(first: int, last: int) -> str:
@@ -83,7 +85,7 @@ class Engine:
     def __init__(self, db: Path, ack: int, scripts: list[str], wait: float = 60) -> None:
         env = {**os.environ, "TUI_KEEPER_WAIT": str(wait)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", ENGINE, str(db), str(ack), *scripts],
+            [sys.executable, "-c", ENGINE, str(db), str(ack), ENGINE_ID, str(LINE), *scripts],
             stdout=subprocess.PIPE,
             env=env,
         )

@@ -12,6 +12,12 @@ of every other process carrying this daemon's marker (``TUI_ENGINE_ID``, see
 ``stop`` first and the guard leaves. The next daemon's recovery still ends the runs as
 interrupted; the guard only shortens how long they run unwatched.
 
+Agents the daemon's keeper started are the keeper's business while it lives: it kills those
+that cannot be adopted itself, and keeps the others (plain commands) running for the next
+daemon to adopt (tui.engine.adoption). The guard spares every group whose leader is a child of
+a living keeper, waits for those keepers to exit (they do once their agents are handed on and
+done, or after their bounded wait), and then kills whatever of the daemon's is left.
+
 Run as ``python -m tui.daemon.guard NAME=VALUE`` (the marker as it appears in a process's
 environment); it imports nothing of tui, so it costs a bare interpreter.
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -53,17 +60,29 @@ def _marked(pid: int, marker: bytes) -> bool:
         return False
 
 
-def kill_marked(marker: bytes, known: Collection[int] = ()) -> int:
-    """SIGKILL every group marked ``marker``: first the groups the daemon reported (a few
-    reads: at once), then any other a scan of /proc finds, again for any that forked."""
+def keeper_of(pid: int) -> int | None:
+    """The pid of the keeper (tui.procs.keeper) whose child ``pid`` is, if it is one."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+        ppid = int(raw[raw.rfind(b")") + 1 :].split()[1])
+        argv = Path(f"/proc/{ppid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError, IndexError):
+        return None
+    return ppid if any(a.endswith(b"/procs/keeper.py") for a in argv) else None
+
+
+def kill_marked(marker: bytes, known: Collection[int] = (), spare: Collection[int] = ()) -> int:
+    """SIGKILL every group marked ``marker`` but those in ``spare``: first the groups the
+    daemon reported (a few reads: at once), then any other a scan of /proc finds, again for
+    any that forked."""
     killed = 0
     for pgid in known:
-        if _marked(pgid, marker):  # still the daemon's (a reused pid is not)
+        if pgid not in spare and _marked(pgid, marker):  # still the daemon's (not reused)
             with contextlib.suppress(OSError):
                 os.killpg(pgid, signal.SIGKILL)
                 killed += 1
     for _ in range(3):
-        groups = marked_groups(marker) - {os.getpgrp()}
+        groups = marked_groups(marker) - {os.getpgrp(), *spare}
         if not groups:
             break
         for pgid in groups:
@@ -92,9 +111,30 @@ def main(argv: list[str]) -> int:
                 known.add(int(line))
         if len(known) > PRUNE_AT:  # forget groups that have ended
             known = {p for p in known if os.path.exists(f"/proc/{p}")}
-    n = kill_marked(marker, known)
+    # Groups led by a living keeper's child: that keeper decides (see the module docstring).
+    kept = {}
+    for pgid in known | marked_groups(marker):
+        keeper = keeper_of(pgid)
+        if keeper is not None:
+            kept[pgid] = keeper
+    n = kill_marked(marker, known, kept)
     print(f"tui guard: the daemon died; stopped {n} process group(s) of its runs", flush=True)
+    if kept:
+        _wait_exit(set(kept.values()))
+        n = kill_marked(marker, kept)
+        print(f"tui guard: its keeper is gone; stopped {n} more process group(s)", flush=True)
     return 0
+
+
+def _wait_exit(pids: set[int]) -> None:
+    """Until every one of ``pids`` has exited."""
+    fds = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fds.append(os.pidfd_open(pid))
+    for fd in fds:
+        select.select([fd], [], [])
+        os.close(fd)
 
 
 class Guard:

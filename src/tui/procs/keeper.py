@@ -494,6 +494,12 @@ class Keeper:
             return
         self.orphaned = True
         self.deadline = time.monotonic() + self.wait
+        # The engine's stderr (a terminal, or a pipe its caller reads to the end) is not ours
+        # to hold open now.
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
         for agent in self.agents.values():  # nobody takes their output now: read on
             agent.held = {1: 0, 2: 0}
             for stream in list(agent.paused):
@@ -602,7 +608,7 @@ class Keeper:
         conn.setblocking(True)
         self.sock = conn
         self.sel.register(conn, selectors.EVENT_READ, self._from_engine)
-        kept = [(a.key, a.run_id, a.pid, a.start_time, a.code) for a in self.agents.values()]
+        kept = [(a.key, a.run_id, a.pgid, a.start_time, a.code) for a in self.agents.values()]
         self.outbox.append(("kept", kept))
         if rest:  # its claims came with the hello
             self.inbuf += rest
