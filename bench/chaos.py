@@ -17,8 +17,8 @@ On demand, never in the test suite (see bench/README.md, "Chaos"):
    before, during and after, and that of a fresh daemon holding the same tasks.
 
 Printed figures that must be 0: output lines lost, lines doubled, side effects run twice,
-orphan processes, illegal states (an illegal transition, or a task not COMPLETED). Exit 1 if
-any is not.
+orphan processes (an agent, or a dead daemon's keeper, still there at the end), illegal states
+(an illegal transition, or a task not COMPLETED). Exit 1 if any is not.
 """
 
 from __future__ import annotations
@@ -91,6 +91,21 @@ def marker_processes(marker: str) -> list[int]:
         state = stat[stat.rfind(b")") + 1 :].split()[0]
         if marker.encode() in cmdline and state not in (b"Z", b"X", b"x"):
             found.append(int(entry))
+    return found
+
+
+def keepers_left() -> list[int]:
+    """Keepers (tui.procs.keeper) of this run's daemons still alive: a killed daemon's keeper
+    keeps its shell agents for the next one, and must be gone once they are handed on."""
+    mine = f"XDG_RUNTIME_DIR={os.environ['XDG_RUNTIME_DIR']}".encode()
+    found = []
+    for pid in marker_processes("/procs/keeper.py"):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if mine in environ:
+            found.append(pid)
     return found
 
 
@@ -302,7 +317,7 @@ def check(db: Path, work: Workload, seen: dict[int, str]) -> dict[str, int]:
         "  done after the kill": after_death,
         "  done before it": before_death,
         "  latest after the kill (ms)": round(worst * 1000),
-        "orphan processes": len(marker_processes(work.token)),
+        "orphan processes": len(marker_processes(work.token)) + len(keepers_left()),
         "illegal states": illegal + len(not_completed),
     }
 
