@@ -91,10 +91,13 @@ tasks:
 def test_kill_9_mid_loop_repeats_no_completed_iteration(tui: Tui, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     marker = tui.marker()
-    # Iteration 2 hangs (the first time only) until the engine is killed.
+    gate = tmp_path / "gate"
+    # Iteration 2 hangs (the first time only) until the engine is dead (the test opens the
+    # gate: the next engine adopts it).
     script = (
         "p={{previous.result}}; n=$(( ${p:-0} + 1 ))\n"
-        f'if [ "$n" = 2 ] && [ ! -f hang.started ]; then touch hang.started; sleep 600 # {marker}\n'
+        f'if [ "$n" = 2 ] && [ ! -f hang.started ]; then touch hang.started; '
+        f"while [ ! -e {gate} ]; do sleep 0.02; done # {marker}\n"
         "fi\n"
         f'echo "ran $n" >> {runs}; echo $n'
     )
@@ -108,6 +111,7 @@ def test_kill_9_mid_loop_repeats_no_completed_iteration(tui: Tui, tmp_path: Path
     run.communicate(timeout=30)
     assert tui.state_of("loop") in ("RUNNING", "QUEUED")
 
+    gate.touch()
     res = tui("run", timeout=120)
     assert res.returncode == 0, str(res)
     loop = tui.by_name()["loop"]

@@ -22,6 +22,7 @@ from tests.daemon.test_guard import wait_for
 
 from tui.daemon.lifecycle import ensure, stop
 from tui.daemon.remote import RemoteEngine
+from tui.model.states import State
 from tui.model.task import Task
 from tui.procs.keeper_client import keeper_socket, results_path
 from tui.store.chunks import stored_lines
@@ -232,3 +233,36 @@ async def test_a_keeper_killed_too_takes_its_agents_along(db: Path, tmp_path: Pa
         (1, "interrupted"),
         (2, "COMPLETED"),
     ]
+
+
+async def test_an_adopted_run_is_cancelled_as_any_other(db: Path, tmp_path: Path) -> None:
+    marker = f"tui-adopt-{uuid.uuid4().hex[:10]}"
+    effects, gate = tmp_path / "effects", tmp_path / "gate"
+    task = shell_task("long", _script(marker, "long", effects, [gate], 0))
+    remote = await ensure(db, concurrency=1)
+    pid = remote.pid
+    try:
+        await remote.submit([task])
+        await _all_stored_to(db, ["long"], 50)
+        agents = _agent_pids(db)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        await remote.aclose()
+    wait_dead(pid)
+    keeper = _keeper_of(agents[0])
+    remote = await ensure(db, concurrency=1)
+    try:
+        rec = await remote.get(task.id)
+        assert rec is not None and rec.state == State.RUNNING  # adopted: still its first run
+        await remote.cancel(task.id)
+        await _settled(remote, [task])
+        rec = await remote.get(task.id)
+        assert rec is not None and rec.state == State.CANCELLED
+    finally:
+        await remote.aclose()
+        await stop(db)
+    assert marker_processes(marker) == []
+    await wait_for(lambda: not Path(f"/proc/{keeper}").exists(), "the old keeper to leave")
+    assert effects.read_text() == "long\n"
+    assert query(db, "SELECT attempt, outcome FROM runs") == [(1, "CANCELLED")]
+    assert _stdout(db)["long"] == _lines_of("long", 50)

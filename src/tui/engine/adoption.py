@@ -53,6 +53,11 @@ class Adopted:
     proc: Child
     offsets: tuple[int, int]
 
+    @property
+    def group(self) -> int:
+        """The agent's process group while it runs (spared by recovery), else 0."""
+        return self.proc.pid if self.proc.returncode is None else 0
+
 
 class Adoption(EngineCore):
     async def _adopt_kept(self, ended: Collection[int]) -> dict[int, Adopted]:

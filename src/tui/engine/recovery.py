@@ -17,7 +17,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 from tui.engine.runner import ENV_ENGINE_ID, ENV_RUN_ID
 from tui.procs.process import ProcIdentity, identity_alive, kill_orphan_group, proc_start_time
@@ -27,19 +27,22 @@ _KILL_WAIT = 5.0  # seconds to wait for killed processes to be gone (SIGKILL: no
 
 
 async def end_orphaned_runs(
-    store: Store, ended: Collection[int] = (), adopted: Collection[int] = ()
+    store: Store, ended: Collection[int] = (), adopted: Mapping[int, int] = {}
 ) -> list[int]:
     """Kill the processes of every open run and end it as interrupted, but for the runs in
     ``ended`` (their agents had exited: tui.engine.end_log), left open for the engine to
-    finish, and those in ``adopted`` (their agents are carried on: tui.engine.adoption),
-    left alone; returns the runs of ``ended`` that are open."""
-    runs = [run for run in await store.runs(open_only=True) if run.id not in adopted]
-    if not runs:
+    finish, and those in ``adopted`` (run id → the process group of its agent, carried on:
+    tui.engine.adoption; 0 when it has ended), left open and that group spared — not what
+    else the run left (a validator, say): that is killed as for any run. Returns the runs of
+    ``ended`` that are open."""
+    found = await store.runs(open_only=True)
+    if not found:
         return []
+    runs = [run for run in found if run.id not in adopted]
     for run in runs:
         if run.pid and run.pgid:
             kill_orphan_group(ProcIdentity(run.pid, run.pgid, run.proc_start or -1))
-    kill_marked({(run.engine_id, run.id) for run in runs})
+    kill_marked({(run.engine_id, run.id) for run in found}, set(adopted.values()) - {0})
     for run in runs:
         if run.id not in ended:
             await store.end_run(run.id, outcome="interrupted", error="interrupted")
@@ -79,10 +82,11 @@ def marked_processes(runs: set[tuple[str, int]]) -> list[ProcIdentity]:
     return out
 
 
-def kill_marked(runs: set[tuple[str, int]]) -> None:
-    """SIGKILL the process group of every process marked as one of ``runs``; wait until
-    they are gone (a retry must not start while the old attempt still writes)."""
-    found = marked_processes(runs)
+def kill_marked(runs: set[tuple[str, int]], spare: Collection[int] = ()) -> None:
+    """SIGKILL the process group of every process marked as one of ``runs`` (but the groups
+    in ``spare``); wait until they are gone (a retry must not start while the old attempt
+    still writes)."""
+    found = [p for p in marked_processes(runs) if p.pgid not in spare]
     own_group = os.getpgrp()
     for p in found:
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -214,7 +214,8 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         self.end_log = EndLog(where) if where is not None else None
         ends = self.end_log.read() if self.end_log is not None else {}
         adopted = await self._adopt_kept(ends)  # agents a dead engine's keeper kept
-        finish = [ends[run_id] for run_id in await end_orphaned_runs(self.store, ends, adopted)]
+        spare = {run_id: a.group for run_id, a in adopted.items()}
+        finish = [ends[run_id] for run_id in await end_orphaned_runs(self.store, ends, spare)]
         records = await self.load()
         ending = {e.task_id for e in finish} | {a.row.task_id for a in adopted.values()}
         for r in records:
