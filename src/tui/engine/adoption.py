@@ -64,7 +64,7 @@ class Adoption(EngineCore):
         """Claim the open runs of dead engines whose agents their keepers kept (the runs in
         ``ended`` aside: the end log finishes those), by run id."""
         executor = self.executor
-        if not isinstance(executor, LocalExecutor) or executor.keeper is None:
+        if not isinstance(executor, LocalExecutor):  # agents on Ray: nothing kept here
             return {}
         db = self.db_path
         opened: dict[str, dict[int, RunRecord]] = {}

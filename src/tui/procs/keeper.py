@@ -107,11 +107,13 @@ class _Kept:
                 os.unlink(path)
                 self.fd = fd
                 self.file_start, self.file_len = self.end - len(self.mem), 0
-            view = memoryview(self.mem)
-            while view:
-                n = os.pwrite(self.fd, view, self.file_len)
-                self.file_len += n
-                view = view[n:]
+            with memoryview(self.mem) as whole:  # released before mem is cleared
+                view = whole
+                while view:
+                    n = os.pwrite(self.fd, view, self.file_len)
+                    self.file_len += n
+                    view = view[n:]
+                view.release()
         except OSError:  # no room: it stays in memory
             return
         self.mem.clear()
