@@ -10,7 +10,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,10 +19,6 @@ if TYPE_CHECKING:  # the store and models are imported by the commands that use 
     from tui.config.schema import Settings
     from tui.engine.runner import Executor
     from tui.engine.settings import EngineSettings
-    from tui.model.classify import ClassifyRule
-    from tui.model.loader import LoadResult
-    from tui.model.task import Task
-    from tui.model.workflow import FileDefaults
     from tui.store.db import Store
     from tui.store.records import EventRecord
 
@@ -52,13 +48,6 @@ def _settings() -> Settings:
     from tui.config.load import settings_or_raise
 
     return settings_or_raise()
-
-
-def with_worktree_setting(tasks: list[Task]) -> list[Task]:
-    """Loaded tasks with the config's ``worktree`` setting applied."""
-    from tui.model.task import default_worktree
-
-    return default_worktree(tasks, _settings().worktree)
 
 
 def given_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -103,27 +92,6 @@ def engine_executor(args: argparse.Namespace) -> Executor | None:
     from tui.config.executor import executor_settings, make_executor
 
     return make_executor(executor_settings(getattr(args, "executor", None)))
-
-
-def workflow_defaults() -> FileDefaults:
-    """config.toml's on_error, on_max_retries and hooks, for the task files a command loads."""
-    return _settings().workflow_defaults()
-
-
-def load_files(files: Sequence[str], known_ids: Collection[str] = ()) -> LoadResult:
-    """Task files as `tui run`, `tui open` and `tui validate` all load them, so that validate
-    refuses what run would: config.toml's workflow defaults ([summarizer] and [classifier]
-    among them), classify rules and system parts applied. Raises TaskFileError listing every
-    problem (ConfigError, first, for a broken config.toml)."""
-    from tui.model.loader import load_task_files
-
-    return load_task_files(
-        files,
-        known_ids=known_ids,
-        parts=system_parts,
-        classify=classify_rules,
-        defaults=workflow_defaults(),
-    )
 
 
 DAEMON_SETTINGS = "to change them: `tui daemon stop`, then `tui daemon start` with them"
@@ -307,19 +275,3 @@ flush_transitions = _lines.flush
 def err(message: str) -> None:
     _lines.flush()  # what happened before the message is printed before it
     print(f"tui: {message}", file=sys.stderr)
-
-
-def system_parts() -> dict[str, str]:
-    """config's named system prompt parts, for the task loader (imported only when a task
-    names one: reading the config costs start-up time every other command would pay)."""
-    from tui.config.system_parts import named_parts
-
-    return named_parts()
-
-
-def classify_rules() -> list[ClassifyRule]:
-    """[settings] classify, for the task loader (a broken config: none; `tui config
-    validate` says why)."""
-    from tui.config.load import load_settings
-
-    return list(load_settings()[0].classify)

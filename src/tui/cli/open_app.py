@@ -16,12 +16,11 @@ from tui.cli.common import (
     engine_settings,
     err,
     ignored_settings,
-    load_files,
     open_store,
     settings_notes,
-    with_worktree_setting,
 )
 from tui.cli.duplicates import go_ahead
+from tui.config.task_files import load_files, with_worktree_setting
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
 from tui.daemon.remote import RemoteEngine
 from tui.engine.events import Cursor
