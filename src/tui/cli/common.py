@@ -161,7 +161,29 @@ _answer_db = ""
 
 def answer_on(db: str | None) -> None:
     global _answer_db
-    _answer_db = f" --db {shlex.quote(str(db_path(db)))}" if db or os.environ.get("TUI_DB") else ""
+    _answer_db = f" --db {shell_word(str(db_path(db)))}" if db or os.environ.get("TUI_DB") else ""
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word of a command a person copies from one printed line: shlex.quote,
+    unless it holds a newline or another control character (shlex.quote keeps those, so the
+    command would break across lines, or reach the terminal raw): then bash's and zsh's
+    ``$'...'``, every such character escaped."""
+    if not _CONTROL.search(text) and "\n" not in text and "\t" not in text:
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(c) for c in text) + "'"
+
+
+def _ansi_c(c: str) -> str:
+    if c in "\\'":
+        return "\\" + c
+    if c == "\n":
+        return "\\n"
+    if c == "\t":
+        return "\\t"
+    if _CONTROL.match(c):  # \u: a C1 character is a character, not the byte \x9b would be
+        return f"\\x{ord(c):02x}" if ord(c) < 0x80 else f"\\u{ord(c):04x}"
+    return c
 
 
 def print_question(ev: EventRecord, name: str) -> None:
@@ -174,7 +196,7 @@ def print_question(ev: EventRecord, name: str) -> None:
     stamp = _stamp(ev.at)
     if kind == "review":
         _lines.add(f"{stamp} {one_line(name):<24} waits for review")
-        task = shlex.quote(name)
+        task = shell_word(name)
         _lines.add(
             f"    accept: tui accept{_answer_db} {task}   "
             f"reject: tui reject{_answer_db} {task} --comment TEXT"
@@ -182,7 +204,7 @@ def print_question(ev: EventRecord, name: str) -> None:
         return
     if kind == "approval":
         what = f"{payload.get('tool', 'a tool')}: {payload.get('summary', '')}".rstrip(": ")
-        _lines.add(f"{stamp} {one_line(name):<24} asks to run {what}")
+        _lines.add(f"{stamp} {one_line(name):<24} asks to run {one_line(what)}")
         _lines.add(
             f"    allow: tui answer{_answer_db} {ref}   "
             f"deny: tui answer{_answer_db} {ref} --deny MESSAGE"
@@ -190,8 +212,8 @@ def print_question(ev: EventRecord, name: str) -> None:
         return
     items = payload.get("questions") or [{}]
     for item in items:
-        _lines.add(f"{stamp} {one_line(name):<24} asks: {item.get('question', '')}")
-        options = [o.get("label", "") for o in item.get("options", [])]
+        _lines.add(f"{stamp} {one_line(name):<24} asks: {one_line(item.get('question', ''))}")
+        options = [one_line(o.get("label", "")) for o in item.get("options", [])]
         if options:
             listed = "  ".join(f"{i}. {label}" for i, label in enumerate(options, start=1))
             _lines.add(f"    {listed}")
