@@ -202,8 +202,9 @@ class Tui:
 class Lines:
     """A subprocess's stdout read line by line as it comes (a thread: the pipe blocks)."""
 
-    def __init__(self, stream: IO[str] | None) -> None:
+    def __init__(self, stream: IO[str] | None, proc: subprocess.Popen[str] | None = None) -> None:
         assert stream is not None, "start the process with stdout=PIPE"
+        self.proc = proc  # named with its exit code and stderr if the output ends too soon
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
@@ -225,8 +226,16 @@ class Lines:
                 got = self._q.get(timeout=left)
             except queue.Empty:
                 continue
-            assert got is not None, f"output ended without {pattern!r}: {self.lines}"
+            assert got is not None, f"output ended without {pattern!r}: {self.lines}{self._why()}"
             self.lines.append(got)
+
+    def _why(self) -> str:
+        proc = self.proc
+        if proc is None or proc.stderr is None:
+            return ""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        return f"; exit {proc.returncode}, stderr: {proc.stderr.read()!r}"
 
     def rest(self, timeout: float = 60.0) -> list[str]:
         deadline = time.monotonic() + timeout

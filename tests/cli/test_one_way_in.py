@@ -136,13 +136,19 @@ def test_logs_follow_streams_a_running_task_to_its_end(tui: Tui) -> None:
     run = tui.popen("run", str(write_tasks(tui.dir / "t.yaml", shell_task("talker", script))))
     wait_until(lambda: tui.output() != [], "the first line stored", proc=run)
     follow = tui.popen("logs", "-f", "talker", "--stream", "stdout")
-    out = Lines(follow.stdout)
-    out.until("^one$")
+    out = Lines(follow.stdout, follow)
+    out.until("^one$")  # from the database, before it attaches to the run
     assert follow.poll() is None  # following, not done
+    # The task ends now, while `logs -f` attaches: the run (its owner) may be gone before the
+    # follower's stream begins. Either way it prints the rest and starts no daemon in the run's
+    # place (it did: "lost the tui daemon … is back", and a daemon left running).
     gate.touch()
     assert out.rest() == ["one", "two"]
     assert follow.wait(timeout=30) == 0
     assert run.wait(timeout=60) == 0
+    said = follow.stderr.read() if follow.stderr else ""
+    assert "lost the tui daemon" not in said, said
+    assert not status(tui)["running"], "a daemon was started for a run that had ended"
 
 
 def test_a_foreground_owner_is_shown_by_status_and_not_stopped_as_a_daemon(tui: Tui) -> None:

@@ -10,7 +10,6 @@ import sys
 from tui.cli.common import err, one_line, open_store, printable
 from tui.daemon.lifecycle import attach, ensure
 from tui.daemon.remote import DaemonStopped, RemoteEngine
-from tui.engine import api
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.model.duration import format_duration
 from tui.model.states import State
@@ -78,7 +77,7 @@ async def cmd_logs(args: argparse.Namespace) -> int:
         remote = await attach(store.path) or await ensure(store.path)
     printed = [after]  # the last line id written, as the stream goes
     try:
-        await _follow_output(remote, task_id, stream, Cursor(events_seen, after), printed)
+        await _follow_output(remote, task_id, stream, Cursor(events_seen, after), printed, args.db)
     except DaemonStopped:
         if not remote.foreground:  # a foreground owner ends once the task is final
             raise
@@ -93,7 +92,12 @@ async def cmd_logs(args: argparse.Namespace) -> int:
 
 
 async def _follow_output(
-    remote: RemoteEngine, task_id: str, stream: int | None, since: Cursor, printed: list[int]
+    remote: RemoteEngine,
+    task_id: str,
+    stream: int | None,
+    since: Cursor,
+    printed: list[int],
+    db: str | None,
 ) -> None:
     """The task's lines after ``since`` until it is settled (``printed[0]``: the last line id
     written)."""
@@ -101,6 +105,11 @@ async def _follow_output(
     upto: Cursor | None = None
     async for item in remote.events(last):
         if isinstance(item, Notice):
+            # The owner went away: a foreground `tui run` ends with its tasks, maybe before
+            # this stream began. A settled task's rest is in the database (the caller prints
+            # it): no daemon is started to tell what is already known.
+            if item.kind == "disconnected" and await _settled(db, task_id):
+                return
             err(item.text)
             continue
         last = advance(last, item)
@@ -110,11 +119,26 @@ async def _follow_output(
             if mine:
                 printed[0] = mine[-1].id
         elif upto is None and item.task_id == task_id and item.to_state is not None:
-            reply = await remote.send(api.GetMany(task_ids=[task_id]))
-            if all(r.settled for r in reply.tasks):
-                upto = Cursor(*reply.cursor)
+            # Asked of the database, not the owner: a foreground `tui run` closes as its last
+            # task settles, and a request to it then would start a daemon in its place.
+            upto = await _settled_at(db, task_id)
         if upto is not None and last.event_id >= upto.event_id and last.output_id >= upto.output_id:
             return
+
+
+async def _settled(db: str | None, task_id: str) -> bool:
+    async with open_store(db, create=False) as store:
+        rec = await store.get_task(task_id)
+    return rec is None or rec.settled
+
+
+async def _settled_at(db: str | None, task_id: str) -> Cursor | None:
+    """How far the stream must go to have brought all of a settled task (None: not settled;
+    the cursor is read after the task, so it is at or past the settling)."""
+    async with open_store(db, create=False) as store:
+        rec = await store.get_task(task_id)
+        at = Cursor(*await store.cursor())
+    return at if rec is None or rec.settled else None
 
 
 def _write(lines: list[OutputLine]) -> None:
