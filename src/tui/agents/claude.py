@@ -24,13 +24,12 @@ from tui.agents.claude_protocol import (
     control_error,
     control_response,
     first_prompt,
-    latest_session,
     parse_result,
     plans_first,
     question_payload,
     read_context_files,
     render,
-    resume_prompt,
+    resume_or_afresh,
     user_message,
 )
 from tui.agents.cli_process import (
@@ -49,7 +48,6 @@ from tui.model.states import State
 from tui.model.system_parts import with_system
 from tui.model.task import AgentConfig, PermissionMode
 from tui.procs.process import Child
-from tui.store.records import STDERR
 
 log = logging.getLogger(__name__)
 
@@ -79,23 +77,22 @@ class ClaudeAdapter:
             return spent
         files = read_context_files(agent, cwd)  # a missing file fails before anything starts
         mcp_config, mcp_tools = _mcp_args(ctx.env, agent)
-        session = latest_session(ctx.previous_runs)
-        if session:
-            prompt = resume_prompt(ctx.previous_runs, ctx.rejection_comment, ctx.late_answers)
+
+        async def resume(session: str, prompt: str) -> RunResult | None:
             talk = _Conversation(ctx, agent, cwd, env, plan=False)
-            result = await talk.run(
-                build_argv(
-                    binary, agent, resume=session, mcp_config=mcp_config, mcp_tools=mcp_tools
-                ),
-                prompt,
+            argv = build_argv(
+                binary, agent, resume=session, mcp_config=mcp_config, mcp_tools=mcp_tools
             )
-            if not talk.lost_session:
-                return result
-            await ctx.output(STDERR, [f"[tui] session {session} is gone; starting afresh"])
-        plan = plans_first(agent, resuming=False)
-        talk = _Conversation(ctx, agent, cwd, env, plan=plan)
-        argv = build_argv(binary, agent, plan=plan, mcp_config=mcp_config, mcp_tools=mcp_tools)
-        return await talk.run(argv, first_prompt(agent.instructions, files))
+            result = await talk.run(argv, prompt)
+            return None if talk.lost_session else result
+
+        async def afresh() -> RunResult:
+            plan = plans_first(agent, resuming=False)
+            talk = _Conversation(ctx, agent, cwd, env, plan=plan)
+            argv = build_argv(binary, agent, plan=plan, mcp_config=mcp_config, mcp_tools=mcp_tools)
+            return await talk.run(argv, first_prompt(agent.instructions, files))
+
+        return await resume_or_afresh(ctx, resume, afresh)
 
 
 def _mcp_args(run_env: dict[str, str], agent: AgentConfig) -> tuple[str, str]:

@@ -9,15 +9,15 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tui.agents.cli_process import field_object
-from tui.engine.adapter import AdapterError
+from tui.engine.adapter import AdapterError, RunContext, RunResult
 from tui.model.states import State
 from tui.model.task import AgentConfig, PermissionMode
-from tui.store.records import QuestionRecord, RunRecord
+from tui.store.records import STDERR, QuestionRecord, RunRecord
 
 BASE_ARGS = (
     "--output-format",
@@ -155,6 +155,24 @@ def resume_prompt(
     if not parts:
         parts.append("Continue the task.")
     return "\n".join(parts)
+
+
+async def resume_or_afresh(
+    ctx: RunContext,
+    resume: Callable[[str, str], Awaitable[RunResult | None]],
+    afresh: Callable[[], Awaitable[RunResult]],
+) -> RunResult:
+    """A new attempt resumes the latest session, told why it runs again (``resume(session,
+    prompt)``); when the CLI no longer has that session (``resume`` returns None) it says so on
+    stderr and starts afresh."""
+    session = latest_session(ctx.previous_runs)
+    if session:
+        prompt = resume_prompt(ctx.previous_runs, ctx.rejection_comment, ctx.late_answers)
+        result = await resume(session, prompt)
+        if result is not None:
+            return result
+        await ctx.output(STDERR, [f"[tui] session {session} is gone; starting afresh"])
+    return await afresh()
 
 
 def _answer_pairs(q: QuestionRecord) -> list[tuple[str, str]]:

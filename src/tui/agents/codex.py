@@ -14,9 +14,8 @@ from collections.abc import Mapping
 
 from tui.agents.claude_protocol import (
     first_prompt,
-    latest_session,
     read_context_files,
-    resume_prompt,
+    resume_or_afresh,
 )
 from tui.agents.cli_process import (
     StderrTail,
@@ -44,7 +43,6 @@ from tui.agents.mcp_launch import codex_config_args, wanted
 from tui.engine.adapter import RunContext, RunResult
 from tui.model.agent_kinds import KINDS
 from tui.model.system_parts import with_system
-from tui.store.records import STDERR
 
 KIND = KINDS["codex"]
 BIN_ENV = KIND.bin_env
@@ -91,16 +89,17 @@ class CodexAdapter:
         if spent := budget_spent(agent, ctx.cost_so_far):
             return spent
         files = read_context_files(agent, cwd)
-        session = latest_session(ctx.previous_runs)
-        if session:
-            prompt = resume_prompt(ctx.previous_runs, ctx.rejection_comment, ctx.late_answers)
+        fresh = with_system_append(first_prompt(agent.instructions, files), with_system(ctx.task))
+
+        async def resume(session: str, prompt: str) -> RunResult | None:
             run = _Run(ctx, cwd, env, price, earlier_usage(ctx.previous_runs, session))
             result = await run.run(*self.argv(binary, ctx, prompt, resume=session))
-            if not run.lost_thread:
-                return result
-            await ctx.output(STDERR, [f"[tui] session {session} is gone; starting afresh"])
-        prompt = with_system_append(first_prompt(agent.instructions, files), with_system(ctx.task))
-        return await _Run(ctx, cwd, env, price, (0, 0)).run(*self.argv(binary, ctx, prompt))
+            return None if run.lost_thread else result
+
+        async def afresh() -> RunResult:
+            return await _Run(ctx, cwd, env, price, (0, 0)).run(*self.argv(binary, ctx, fresh))
+
+        return await resume_or_afresh(ctx, resume, afresh)
 
 
 class _Run:

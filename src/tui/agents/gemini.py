@@ -14,9 +14,8 @@ from typing import Any
 
 from tui.agents.claude_protocol import (
     first_prompt,
-    latest_session,
     read_context_files,
-    resume_prompt,
+    resume_or_afresh,
 )
 from tui.agents.cli_process import (
     StderrTail,
@@ -41,7 +40,7 @@ from tui.agents.mcp_launch import gemini_home, wanted
 from tui.engine.adapter import RunContext, RunResult
 from tui.model.agent_kinds import KINDS
 from tui.model.system_parts import with_system
-from tui.store.records import STDERR, STDOUT
+from tui.store.records import STDOUT
 
 KIND = KINDS["gemini"]
 BIN_ENV = KIND.bin_env
@@ -84,16 +83,17 @@ class GeminiAdapter:
         if spent := budget_spent(agent, ctx.cost_so_far):
             return spent
         files = read_context_files(agent, cwd)
-        session = latest_session(ctx.previous_runs)
-        if session:
-            prompt = resume_prompt(ctx.previous_runs, ctx.rejection_comment, ctx.late_answers)
+        fresh = with_system_append(first_prompt(agent.instructions, files), with_system(ctx.task))
+
+        async def resume(session: str, prompt: str) -> RunResult | None:
             run = _Run(ctx, cwd, env, table)
             result = await run.run(build_argv(binary, agent, resume=session), prompt)
-            if not run.lost_session:
-                return result
-            await ctx.output(STDERR, [f"[tui] session {session} is gone; starting afresh"])
-        prompt = with_system_append(first_prompt(agent.instructions, files), with_system(ctx.task))
-        return await _Run(ctx, cwd, env, table).run(build_argv(binary, agent), prompt)
+            return None if run.lost_session else result
+
+        async def afresh() -> RunResult:
+            return await _Run(ctx, cwd, env, table).run(build_argv(binary, agent), fresh)
+
+        return await resume_or_afresh(ctx, resume, afresh)
 
 
 class _Run:
