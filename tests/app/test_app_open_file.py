@@ -55,3 +55,17 @@ async def test_a_bad_summarizer_table_refuses_the_file_as_tui_run_does(
         assert "1 problem(s) in config.toml" in [n.title for n in notes]
         assert not app._list.records  # nothing submitted
     assert not (project / "ran").exists()
+
+
+async def test_enter_on_an_empty_open_prompt_says_nothing_was_opened(
+    engine: Engine, project: Path
+) -> None:
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_with_o(app, pilot, "")  # the example path shown is not typed in
+        await until(
+            pilot,
+            lambda: any("nothing opened" in str(n.message) for n in app._notifications),
+            "a word that nothing was opened",
+        )
+        assert not app._list.records

@@ -444,7 +444,8 @@ class AppActions(App[None]):
             self.screen.remove_class("zoomed")
 
     async def _submit_file(self, path: str) -> None:
-        if not path:
+        if not path.strip():  # the grey "sample_tasks/" is an example, not a value: say so
+            self.notify("nothing opened: type a file or folder (Tab completes)", timeout=6)
             return
         try:
             records = await self.engine.list_tasks()
