@@ -120,8 +120,14 @@ class AppActions(App[None]):
         if task_id := self._selected_or_warn():
             await self._call(self.engine.accept(task_id))
 
-    def action_reject_task(self) -> None:
+    async def action_reject_task(self) -> None:
         if task_id := self._selected_or_warn():
+            # Said before the comment is asked for, not after it was typed in vain.
+            if not any(q.kind == "review" for q in await self.engine.questions(task_id)):
+                rec = self._list.records.get(task_id)
+                what = f"{rec.name} is {rec.state}" if rec else "the selected task is"
+                self.notify(f"{what} and not waiting for a review", severity="warning")
+                return
 
             async def reject(comment: str) -> None:
                 await self._call(self.engine.reject(task_id, comment))
