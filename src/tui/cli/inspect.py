@@ -74,15 +74,24 @@ async def cmd_logs(args: argparse.Namespace) -> int:
             return 0
         # Following: what is stored is out; the rest comes from the engine's event stream
         # (started if none runs: nothing else would move the task on).
-        remote = await attach(store.path) or await ensure(store.path)
+        remote = await attach(store.path)
+        if remote is None:
+            # Its owner (a foreground `tui run`) may have ended with it since it was read:
+            # asked after the attach failed, settled means no daemon is needed for it.
+            rec = await store.get_task(task_id)
+            if rec is not None and not rec.settled:
+                remote = await ensure(store.path)
     printed = [after]  # the last line id written, as the stream goes
-    try:
-        await _follow_output(remote, task_id, stream, Cursor(events_seen, after), printed, args.db)
-    except DaemonStopped:
-        if not remote.foreground:  # a foreground owner ends once the task is final
-            raise
-    finally:
-        await remote.aclose()
+    if remote is not None:
+        try:
+            await _follow_output(
+                remote, task_id, stream, Cursor(events_seen, after), printed, args.db
+            )
+        except DaemonStopped:
+            if not remote.foreground:  # a foreground owner ends once the task is final
+                raise
+        finally:
+            await remote.aclose()
     # The task is final: whatever the stream had not brought yet is stored.
     async with open_store(args.db, create=False) as store:
         while lines := await store.read_output(task_id, after_id=printed[0], stream=stream):
