@@ -16,7 +16,7 @@ from textual.pilot import Pilot
 from tests.app.app_support import until
 from tests.conftest import shell_task
 from tui.app import tui_app
-from tui.app.widgets import task_list
+from tui.app.widgets import task_cells
 from tui.app.widgets.question_panel import QuestionPanel
 from tui.daemon.paths import daemon_paths
 from tui.daemon.server import DaemonServer
@@ -35,12 +35,12 @@ def _stable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUI_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.delenv("SSH_CONNECTION", raising=False)
     monkeypatch.setattr(
-        task_list, "_elapsed", lambda r, now: "12s" if r.state == State.RUNNING else ""
+        task_cells, "elapsed", lambda r, now: "12s" if r.state == State.RUNNING else ""
     )
     # A parent's span: running, as a running task's time; over, a fixed length.
     monkeypatch.setattr(
-        task_list,
-        "_span",
+        task_cells,
+        "span",
         lambda r, start, end, now: "" if start is None else "12s" if r.state not in ENDED else "3s",
     )
 

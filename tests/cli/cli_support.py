@@ -5,16 +5,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 import yaml
@@ -194,3 +197,48 @@ class Tui:
             for pid in marker_processes(m):
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
+
+
+class Lines:
+    """A subprocess's stdout read line by line as it comes (a thread: the pipe blocks)."""
+
+    def __init__(self, stream: IO[str] | None, proc: subprocess.Popen[str] | None = None) -> None:
+        assert stream is not None, "start the process with stdout=PIPE"
+        self.proc = proc  # named with its exit code and stderr if the output ends too soon
+        self.lines: list[str] = []
+        self._q: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._q.put(line.rstrip("\n"))
+        self._q.put(None)
+
+    def until(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.lines:
+                if m := re.search(pattern, line):
+                    return m
+            left = deadline - time.monotonic()
+            assert left > 0, f"no line matching {pattern!r} in {self.lines}"
+            try:
+                got = self._q.get(timeout=left)
+            except queue.Empty:
+                continue
+            assert got is not None, f"output ended without {pattern!r}: {self.lines}{self._why()}"
+            self.lines.append(got)
+
+    def _why(self) -> str:
+        proc = self.proc
+        if proc is None or proc.stderr is None:
+            return ""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        return f"; exit {proc.returncode}, stderr: {proc.stderr.read()!r}"
+
+    def rest(self, timeout: float = 60.0) -> list[str]:
+        deadline = time.monotonic() + timeout
+        while (line := self._q.get(timeout=max(0.1, deadline - time.monotonic()))) is not None:
+            self.lines.append(line)
+        return self.lines

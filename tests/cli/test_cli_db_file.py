@@ -68,22 +68,23 @@ REFUSED_FILES: dict[str, str | dict[str, Any]] = {
 }
 
 
+@pytest.mark.parametrize("command", ["run", "open"])
 @pytest.mark.parametrize("bad", sorted(REFUSED_FILES))
-def test_a_refused_run_on_a_new_path_leaves_no_database(tui: Tui, bad: str) -> None:
+def test_a_refused_file_on_a_new_path_leaves_no_database(tui: Tui, bad: str, command: str) -> None:
     content = REFUSED_FILES[bad]
     f = tui.dir / "bad.yaml"
     if isinstance(content, str):
         f.write_text(content)
     else:
         write_tasks(f, content)
-    res = tui("run", str(f))
+    res = tui(command, str(f))
     assert res.returncode != 0, str(res)
     assert str(f) in res.stderr, str(res)
     assert not list(tui.dir.glob("tui.db*")), f"{bad}: an empty database was left behind"
     # A database that was there before stays, with what it held.
     _stored(tui)
     before = tui.ls()
-    assert tui("run", str(f)).returncode != 0
+    assert tui(command, str(f)).returncode != 0
     assert tui.ls() == before
 
 

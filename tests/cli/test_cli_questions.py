@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 
-from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import TUI, Lines, Tui, shell_task, wait_until, write_tasks
 
 ASK = 'echo "got $(tui ask "Which database?" --option SQLite --option PostgreSQL)"'
 
@@ -72,3 +74,27 @@ def test_review_reject_then_accept_from_another_shell(tui: Tui) -> None:
     run.communicate(timeout=60)
     assert run.returncode == 0
     assert tui.state_of("essay") == "COMPLETED"
+
+
+def test_the_printed_accept_command_is_one_line_that_works_when_pasted(tui: Tui) -> None:
+    """A name (and a database path) with a newline, a quote and an escape: `tui run` prints
+    each hint on one line, and that line, given to a shell as it is, accepts the task."""
+    name = "two\nlines 'q' \x1b[2J"
+    tui.db = tui.dir / "a\nb.db"
+    f = write_tasks(tui.dir / "review.yaml", shell_task(name, "echo draft", review=True))
+    run = tui.popen("run", str(f))
+    out = Lines(run.stdout)
+    hint = out.until(r"^    accept: (.+?)   reject: (.+)$")
+    assert "\x1b" not in hint.string and "\\x1b" in hint.string
+    accept, reject = hint.group(1), hint.group(2)
+    assert reject.endswith(" --comment TEXT")
+    pasted = subprocess.run(
+        ["bash", "-c", accept.replace("tui ", shlex.join(TUI) + " ", 1)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tui.dir,
+    )
+    assert pasted.returncode == 0, pasted.stderr
+    assert run.wait(timeout=60) == 0
+    assert tui.state_of(name) == "COMPLETED"

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import re
 import shlex
 import signal
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import IO
 
 import pytest
 
-from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
+from tests.cli.cli_support import Lines, Tui, shell_task, wait_until, write_tasks
 
 CLIENT_DEADLINE = 30.0  # a client facing a stopped daemon must give up well before this
 
@@ -26,42 +22,6 @@ def status(tui: Tui) -> dict:
     res = tui("daemon", "status", "--json")
     assert res.returncode in (0, 3), str(res)
     return json.loads(res.stdout)
-
-
-class Lines:
-    """A subprocess's stdout read line by line as it comes (a thread: the pipe blocks)."""
-
-    def __init__(self, stream: IO[str] | None) -> None:
-        assert stream is not None, "start the process with stdout=PIPE"
-        self.lines: list[str] = []
-        self._q: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
-
-    def _read(self, stream: IO[str]) -> None:
-        for line in stream:
-            self._q.put(line.rstrip("\n"))
-        self._q.put(None)
-
-    def until(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while True:
-            for line in self.lines:
-                if m := re.search(pattern, line):
-                    return m
-            left = deadline - time.monotonic()
-            assert left > 0, f"no line matching {pattern!r} in {self.lines}"
-            try:
-                got = self._q.get(timeout=left)
-            except queue.Empty:
-                continue
-            assert got is not None, f"output ended without {pattern!r}: {self.lines}"
-            self.lines.append(got)
-
-    def rest(self, timeout: float = 60.0) -> list[str]:
-        deadline = time.monotonic() + timeout
-        while (line := self._q.get(timeout=max(0.1, deadline - time.monotonic()))) is not None:
-            self.lines.append(line)
-        return self.lines
 
 
 def test_a_stopped_daemon_is_named_instead_of_hanging_its_clients(tui: Tui) -> None:
@@ -176,13 +136,19 @@ def test_logs_follow_streams_a_running_task_to_its_end(tui: Tui) -> None:
     run = tui.popen("run", str(write_tasks(tui.dir / "t.yaml", shell_task("talker", script))))
     wait_until(lambda: tui.output() != [], "the first line stored", proc=run)
     follow = tui.popen("logs", "-f", "talker", "--stream", "stdout")
-    out = Lines(follow.stdout)
-    out.until("^one$")
+    out = Lines(follow.stdout, follow)
+    out.until("^one$")  # from the database, before it attaches to the run
     assert follow.poll() is None  # following, not done
+    # The task ends now, while `logs -f` attaches: the run (its owner) may be gone before the
+    # follower's stream begins. Either way it prints the rest and starts no daemon in the run's
+    # place (it did: "lost the tui daemon … is back", and a daemon left running).
     gate.touch()
     assert out.rest() == ["one", "two"]
     assert follow.wait(timeout=30) == 0
     assert run.wait(timeout=60) == 0
+    said = follow.stderr.read() if follow.stderr else ""
+    assert "lost the tui daemon" not in said, said
+    assert not status(tui)["running"], "a daemon was started for a run that had ended"
 
 
 def test_a_foreground_owner_is_shown_by_status_and_not_stopped_as_a_daemon(tui: Tui) -> None:

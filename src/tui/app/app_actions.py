@@ -28,7 +28,7 @@ from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
 from tui.app.widgets.task_list import TaskList
 from tui.config.load import ConfigError, load_config, load_settings
-from tui.config.system_parts import named_parts
+from tui.config.task_files import load_files, with_worktree_setting
 from tui.config.templates import (
     TaskRequest,
     Template,
@@ -42,7 +42,6 @@ from tui.engine import api
 from tui.engine.copies import ambiguous_names, copies_text, unfinished_copies
 from tui.engine.scheduler import Engine, EngineError
 from tui.model.issues import Issue, TaskFileError
-from tui.model.loader import load_task_files
 from tui.model.states import State
 from tui.model.task import Task, default_worktree
 from tui.store.records import TaskRecord
@@ -121,8 +120,14 @@ class AppActions(App[None]):
         if task_id := self._selected_or_warn():
             await self._call(self.engine.accept(task_id))
 
-    def action_reject_task(self) -> None:
+    async def action_reject_task(self) -> None:
         if task_id := self._selected_or_warn():
+            # Said before the comment is asked for, not after it was typed in vain.
+            if not any(q.kind == "review" for q in await self.engine.questions(task_id)):
+                rec = self._list.records.get(task_id)
+                what = f"{rec.name} is {rec.state}" if rec else "the selected task is"
+                self.notify(f"{what} and not waiting for a review", severity="warning")
+                return
 
             async def reject(comment: str) -> None:
                 await self._call(self.engine.reject(task_id, comment))
@@ -445,26 +450,22 @@ class AppActions(App[None]):
             self.screen.remove_class("zoomed")
 
     async def _submit_file(self, path: str) -> None:
-        if not path:
+        if not path.strip():  # the grey "sample_tasks/" is an example, not a value: say so
+            self.notify("nothing opened: type a file or folder (Tab completes)", timeout=6)
             return
         try:
             records = await self.engine.list_tasks()
-            settings = load_settings()[0]
-            defaults = settings.workflow_defaults()  # config.toml's on_error, hooks
-            tasks = load_task_files(
-                [Path(path).expanduser()],
-                known_ids={r.id for r in records},
-                defaults=defaults,
-                parts=named_parts,
-                classify=lambda: list(settings.classify),
-            ).tasks
-            default_worktree(tasks, settings.worktree)  # as `tui open FILE` does
+            # As `tui run FILE` / `tui open FILE` load it: a broken config.toml refuses it.
+            loaded = load_files([Path(path).expanduser()], known_ids={r.id for r in records})
+            tasks = with_worktree_setting(loaded.tasks)
         except TaskFileError as e:
-            self._notify_issues(e.issues, path)
+            self._notify_issues(e.issues, "config.toml" if isinstance(e, ConfigError) else path)
             return
         except EngineError as e:
             self.notify(str(e), severity="error", timeout=8)
             return
+        for warning in loaded.warnings:  # what `tui run FILE` prints as `warning: ...`
+            self.notify(str(warning), severity="warning", timeout=8)
         copies = unfinished_copies(records, tasks)
         if not copies:
             await self._submit_tasks(tasks, path, records)

@@ -101,11 +101,12 @@ class HelpScreen(ModalScreen[None]):
         return self.query_one("#help-body", VerticalScroll)
 
     def action_scroll(self, lines: int) -> None:
-        self.body.scroll_relative(y=lines, animate=False)
+        # immediate: a burst of keys (a held j) each moves from where the last one left it
+        self.body.scroll_relative(y=lines, animate=False, immediate=True)
 
     def action_page(self, pages: int) -> None:
         body = self.body
-        body.scroll_relative(y=pages * max(1, body.size.height - 1), animate=False)
+        body.scroll_relative(y=pages * max(1, body.size.height - 1), animate=False, immediate=True)
 
     def action_edge(self, end: int) -> None:
         body = self.body

@@ -59,6 +59,7 @@ class TextPrompt(ModalScreen[str | None]):
 
     DEFAULT_CSS = """
     TextPrompt { align: center bottom; background: $background 30%; }
+    TextPrompt Toast { visibility: hidden; }  /* as Confirm: not over what is typed */
     TextPrompt > Vertical { height: auto; width: 100%; margin-bottom: 2; background: $panel; }
     TextPrompt #prompt-title { padding: 0 1; color: $text-muted; }
     TextPrompt #prompt-hint { padding: 0 1; color: $text-muted; display: none; }
@@ -100,6 +101,9 @@ class Confirm(ModalScreen[bool]):
 
     DEFAULT_CSS = """
     Confirm { align: center bottom; background: $background 30%; }
+    /* The toasts (bottom right) would cover the question and its [y/N]: they wait, still
+       listed, until it is answered. */
+    Confirm Toast { visibility: hidden; }
     Confirm > Static {
         width: 100%; height: auto; margin-bottom: 2; padding: 0 1;
         background: $warning 20%; color: $text; text-style: bold;

@@ -91,6 +91,9 @@ class TuiApp(AppActions):
     Screen.zoomed #tasks { display: none; }
     TabbedContent { height: 1fr; }
     TabPane { padding: 0; }
+    /* Compact footer keys keep a margin after them: the palette's hint, docked right, would
+       leave a cell where keys that overflow the footer show through ("^p paletten"). */
+    Footer.-compact FooterKey.-command-palette { margin-right: 0; }
     """
     BINDINGS = actions.bindings()  # type: ignore[assignment]  # Textual's list is invariant
 

@@ -10,7 +10,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,10 +19,6 @@ if TYPE_CHECKING:  # the store and models are imported by the commands that use 
     from tui.config.schema import Settings
     from tui.engine.runner import Executor
     from tui.engine.settings import EngineSettings
-    from tui.model.classify import ClassifyRule
-    from tui.model.loader import LoadResult
-    from tui.model.task import Task
-    from tui.model.workflow import FileDefaults
     from tui.store.db import Store
     from tui.store.records import EventRecord
 
@@ -52,13 +48,6 @@ def _settings() -> Settings:
     from tui.config.load import settings_or_raise
 
     return settings_or_raise()
-
-
-def with_worktree_setting(tasks: list[Task]) -> list[Task]:
-    """Loaded tasks with the config's ``worktree`` setting applied."""
-    from tui.model.task import default_worktree
-
-    return default_worktree(tasks, _settings().worktree)
 
 
 def given_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -103,27 +92,6 @@ def engine_executor(args: argparse.Namespace) -> Executor | None:
     from tui.config.executor import executor_settings, make_executor
 
     return make_executor(executor_settings(getattr(args, "executor", None)))
-
-
-def workflow_defaults() -> FileDefaults:
-    """config.toml's on_error, on_max_retries and hooks, for the task files a command loads."""
-    return _settings().workflow_defaults()
-
-
-def load_files(files: Sequence[str], known_ids: Collection[str] = ()) -> LoadResult:
-    """Task files as `tui run`, `tui open` and `tui validate` all load them, so that validate
-    refuses what run would: config.toml's workflow defaults ([summarizer] and [classifier]
-    among them), classify rules and system parts applied. Raises TaskFileError listing every
-    problem (ConfigError, first, for a broken config.toml)."""
-    from tui.model.loader import load_task_files
-
-    return load_task_files(
-        files,
-        known_ids=known_ids,
-        parts=system_parts,
-        classify=classify_rules,
-        defaults=workflow_defaults(),
-    )
 
 
 DAEMON_SETTINGS = "to change them: `tui daemon stop`, then `tui daemon start` with them"
@@ -193,7 +161,29 @@ _answer_db = ""
 
 def answer_on(db: str | None) -> None:
     global _answer_db
-    _answer_db = f" --db {shlex.quote(str(db_path(db)))}" if db or os.environ.get("TUI_DB") else ""
+    _answer_db = f" --db {shell_word(str(db_path(db)))}" if db or os.environ.get("TUI_DB") else ""
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word of a command a person copies from one printed line: shlex.quote,
+    unless it holds a newline or another control character (shlex.quote keeps those, so the
+    command would break across lines, or reach the terminal raw): then bash's and zsh's
+    ``$'...'``, every such character escaped."""
+    if not _CONTROL.search(text) and "\n" not in text and "\t" not in text:
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(c) for c in text) + "'"
+
+
+def _ansi_c(c: str) -> str:
+    if c in "\\'":
+        return "\\" + c
+    if c == "\n":
+        return "\\n"
+    if c == "\t":
+        return "\\t"
+    if _CONTROL.match(c):  # \u: a C1 character is a character, not the byte \x9b would be
+        return f"\\x{ord(c):02x}" if ord(c) < 0x80 else f"\\u{ord(c):04x}"
+    return c
 
 
 def print_question(ev: EventRecord, name: str) -> None:
@@ -206,7 +196,7 @@ def print_question(ev: EventRecord, name: str) -> None:
     stamp = _stamp(ev.at)
     if kind == "review":
         _lines.add(f"{stamp} {one_line(name):<24} waits for review")
-        task = shlex.quote(name)
+        task = shell_word(name)
         _lines.add(
             f"    accept: tui accept{_answer_db} {task}   "
             f"reject: tui reject{_answer_db} {task} --comment TEXT"
@@ -214,7 +204,7 @@ def print_question(ev: EventRecord, name: str) -> None:
         return
     if kind == "approval":
         what = f"{payload.get('tool', 'a tool')}: {payload.get('summary', '')}".rstrip(": ")
-        _lines.add(f"{stamp} {one_line(name):<24} asks to run {what}")
+        _lines.add(f"{stamp} {one_line(name):<24} asks to run {one_line(what)}")
         _lines.add(
             f"    allow: tui answer{_answer_db} {ref}   "
             f"deny: tui answer{_answer_db} {ref} --deny MESSAGE"
@@ -222,8 +212,8 @@ def print_question(ev: EventRecord, name: str) -> None:
         return
     items = payload.get("questions") or [{}]
     for item in items:
-        _lines.add(f"{stamp} {one_line(name):<24} asks: {item.get('question', '')}")
-        options = [o.get("label", "") for o in item.get("options", [])]
+        _lines.add(f"{stamp} {one_line(name):<24} asks: {one_line(item.get('question', ''))}")
+        options = [one_line(o.get("label", "")) for o in item.get("options", [])]
         if options:
             listed = "  ".join(f"{i}. {label}" for i, label in enumerate(options, start=1))
             _lines.add(f"    {listed}")
@@ -307,19 +297,3 @@ flush_transitions = _lines.flush
 def err(message: str) -> None:
     _lines.flush()  # what happened before the message is printed before it
     print(f"tui: {message}", file=sys.stderr)
-
-
-def system_parts() -> dict[str, str]:
-    """config's named system prompt parts, for the task loader (imported only when a task
-    names one: reading the config costs start-up time every other command would pay)."""
-    from tui.config.system_parts import named_parts
-
-    return named_parts()
-
-
-def classify_rules() -> list[ClassifyRule]:
-    """[settings] classify, for the task loader (a broken config: none; `tui config
-    validate` says why)."""
-    from tui.config.load import load_settings
-
-    return list(load_settings()[0].classify)

@@ -10,7 +10,6 @@ import sys
 from tui.cli.common import err, one_line, open_store, printable
 from tui.daemon.lifecycle import attach, ensure
 from tui.daemon.remote import DaemonStopped, RemoteEngine
-from tui.engine import api
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.model.duration import format_duration
 from tui.model.states import State
@@ -75,15 +74,24 @@ async def cmd_logs(args: argparse.Namespace) -> int:
             return 0
         # Following: what is stored is out; the rest comes from the engine's event stream
         # (started if none runs: nothing else would move the task on).
-        remote = await attach(store.path) or await ensure(store.path)
+        remote = await attach(store.path)
+        if remote is None:
+            # Its owner (a foreground `tui run`) may have ended with it since it was read:
+            # asked after the attach failed, settled means no daemon is needed for it.
+            rec = await store.get_task(task_id)
+            if rec is not None and not rec.settled:
+                remote = await ensure(store.path)
     printed = [after]  # the last line id written, as the stream goes
-    try:
-        await _follow_output(remote, task_id, stream, Cursor(events_seen, after), printed)
-    except DaemonStopped:
-        if not remote.foreground:  # a foreground owner ends once the task is final
-            raise
-    finally:
-        await remote.aclose()
+    if remote is not None:
+        try:
+            await _follow_output(
+                remote, task_id, stream, Cursor(events_seen, after), printed, args.db
+            )
+        except DaemonStopped:
+            if not remote.foreground:  # a foreground owner ends once the task is final
+                raise
+        finally:
+            await remote.aclose()
     # The task is final: whatever the stream had not brought yet is stored.
     async with open_store(args.db, create=False) as store:
         while lines := await store.read_output(task_id, after_id=printed[0], stream=stream):
@@ -93,7 +101,12 @@ async def cmd_logs(args: argparse.Namespace) -> int:
 
 
 async def _follow_output(
-    remote: RemoteEngine, task_id: str, stream: int | None, since: Cursor, printed: list[int]
+    remote: RemoteEngine,
+    task_id: str,
+    stream: int | None,
+    since: Cursor,
+    printed: list[int],
+    db: str | None,
 ) -> None:
     """The task's lines after ``since`` until it is settled (``printed[0]``: the last line id
     written)."""
@@ -101,6 +114,11 @@ async def _follow_output(
     upto: Cursor | None = None
     async for item in remote.events(last):
         if isinstance(item, Notice):
+            # The owner went away: a foreground `tui run` ends with its tasks, maybe before
+            # this stream began. A settled task's rest is in the database (the caller prints
+            # it): no daemon is started to tell what is already known.
+            if item.kind == "disconnected" and await _settled(db, task_id):
+                return
             err(item.text)
             continue
         last = advance(last, item)
@@ -110,11 +128,26 @@ async def _follow_output(
             if mine:
                 printed[0] = mine[-1].id
         elif upto is None and item.task_id == task_id and item.to_state is not None:
-            reply = await remote.send(api.GetMany(task_ids=[task_id]))
-            if all(r.settled for r in reply.tasks):
-                upto = Cursor(*reply.cursor)
+            # Asked of the database, not the owner: a foreground `tui run` closes as its last
+            # task settles, and a request to it then would start a daemon in its place.
+            upto = await _settled_at(db, task_id)
         if upto is not None and last.event_id >= upto.event_id and last.output_id >= upto.output_id:
             return
+
+
+async def _settled(db: str | None, task_id: str) -> bool:
+    async with open_store(db, create=False) as store:
+        rec = await store.get_task(task_id)
+    return rec is None or rec.settled
+
+
+async def _settled_at(db: str | None, task_id: str) -> Cursor | None:
+    """How far the stream must go to have brought all of a settled task (None: not settled;
+    the cursor is read after the task, so it is at or past the settling)."""
+    async with open_store(db, create=False) as store:
+        rec = await store.get_task(task_id)
+        at = Cursor(*await store.cursor())
+    return at if rec is None or rec.settled else None
 
 
 def _write(lines: list[OutputLine]) -> None:

@@ -8,6 +8,7 @@ import importlib
 import os
 import sys
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tui.cli.common import (
     DAEMON_SETTINGS,
@@ -16,18 +17,20 @@ from tui.cli.common import (
     engine_settings,
     err,
     ignored_settings,
-    load_files,
     open_store,
     settings_notes,
-    with_worktree_setting,
 )
 from tui.cli.duplicates import go_ahead
+from tui.config.task_files import load_files, with_worktree_setting
 from tui.daemon.lifecycle import attach, ensure, foreground_requested
 from tui.daemon.remote import RemoteEngine
 from tui.engine.events import Cursor
 from tui.engine.scheduler import live_engine_pid
 from tui.model.task import Task
 from tui.store.records import TaskRecord
+
+if TYPE_CHECKING:
+    from tui.model.loader import LoadResult
 
 APP = "tui.app.tui_app"
 SSH_FPS = 20  # default frame cap over SSH (bench: 1.3x the bytes of tail -f, 1.4x at 60)
@@ -45,8 +48,9 @@ async def cmd_open(args: argparse.Namespace) -> int:
     # task list: work that waits on another process. With files to load, only once they are
     # accepted, so a refusal or a bad file does not wait for the import to end.
     app_module = None if args.files else _import_app()
+    early = _load_early(args)
     async with open_store(args.db) as store:
-        tasks = _load(args, await store.all_ids())
+        tasks = _load(args, await store.all_ids(), early)
         if not await go_ahead(store, tasks, force=args.force):
             return 1
     if app_module is None:
@@ -89,6 +93,7 @@ async def _listing(remote: RemoteEngine) -> tuple[Cursor, list[TaskRecord]]:
 
 async def _open_here(args: argparse.Namespace) -> int:
     """--foreground: the engine runs in the app's process and stops when the app quits."""
+    early = _load_early(args)
     async with open_store(args.db) as store:
         pid = await live_engine_pid(store)
         if pid is not None:
@@ -97,7 +102,7 @@ async def _open_here(args: argparse.Namespace) -> int:
                 "open the app without --foreground to attach to it"
             )
             return 1
-        tasks = _load(args, await store.all_ids())
+        tasks = _load(args, await store.all_ids(), early)
         if not await go_ahead(store, tasks, force=args.force):
             return 1
         from tui.app.run_app import run_app
@@ -114,10 +119,18 @@ async def _open_here(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(args: argparse.Namespace, known: set[str]) -> list[Task]:
+def _load_early(args: argparse.Namespace) -> LoadResult | None:
+    """The files, loaded before a new database is made (as `tui run FILE` does): a refused
+    one leaves no empty database behind. None: no files, or the database is there."""
+    fresh = bool(args.files) and not db_path(args.db).exists()
+    return load_files(args.files) if fresh else None
+
+
+def _load(args: argparse.Namespace, known: set[str], early: LoadResult | None) -> list[Task]:
     if not args.files:
         return []
-    result = load_files(args.files, known_ids=known)
+    # Another command may have stored tasks since the early load: load against them then.
+    result = early if early is not None and not known else load_files(args.files, known_ids=known)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return with_worktree_setting(result.tasks)

@@ -18,14 +18,13 @@ from tui.cli.common import (
     err,
     flush_transitions,
     ignored_settings,
-    load_files,
     open_store,
     print_hook_failure,
     print_question,
     print_transition,
-    with_worktree_setting,
 )
 from tui.cli.duplicates import go_ahead
+from tui.config.task_files import load_files, with_worktree_setting
 from tui.daemon.lifecycle import attach, serving
 from tui.daemon.paths import daemon_paths
 from tui.daemon.remote import DaemonStopped, RemoteEngine

@@ -259,6 +259,13 @@ class LogView(LogPages, can_focus=True):
         width = max(1, self.scrollable_content_region.width)
         base = self._style("base")
         vy = self.scroll_offset.y + y
+        if not self._total_rows and self._task_id is not None and not self._loading:
+            # A blank pane reads as broken: say there is nothing (yet) to show.
+            if y == 0:
+                return self._text_strip(
+                    Text("no output", style=self._style("placeholder"), end="")
+                ).crop_extend(0, width, base)
+            return Strip.blank(width, base)
         if vy >= self.virtual_size.height:
             return Strip.blank(width, base)
         row, sub = self._layout().to_row(vy)

@@ -28,14 +28,13 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.app.projects import project_of
-from tui.app.state_style import STATE_STYLES, style_for
+from tui.app.state_style import STATE_STYLES
 from tui.app.task_query import SORTS, TaskFilter
+from tui.app.widgets.task_cells import Cells, row_cells, shown_name
 from tui.app.widgets.task_columns import COLUMNS, PAD, SYMBOL_WIDTH, fit_columns, fit_text
 from tui.app.widgets.task_tree import TaskTree
 from tui.app.widgets.virtual_size import set_virtual_size
-from tui.model.output_format import KEPT
-from tui.model.states import ENDED, SATISFIED, State
-from tui.model.tree import short_name
+from tui.model.states import State
 from tui.store.records import TaskRecord
 
 STATE_WIDTH = 2 + max(len(s.label) for s in STATE_STYLES.values())
@@ -44,44 +43,11 @@ OPTIONAL_EMPTY = frozenset(
 )  # hidden while no row has any
 
 
-LIVE = frozenset({State.RUNNING, State.READY, State.BLOCKED})  # a run is under way
-
-
-def _elapsed(r: TaskRecord, now: float) -> str:
-    """TIME: a live task's time since this attempt started; a finished one's run duration."""
-    start, end = r.run_started_at, r.run_ended_at
-    if start is None:
-        return ""
-    if r.state in LIVE and end is None:
-        return _duration(now - start)
-    if r.state in ENDED and end is not None:
-        return _duration(end - start)
-    return ""  # queued or pending again: the next attempt has not started
-
-
-def _span(r: TaskRecord, start: float | None, end: float | None, now: float) -> str:
-    """TIME of a parent: from the first run under it (or its own) to the last one's end;
-    while it is not over yet, to now."""
-    if start is None:
-        return ""
-    if r.state not in ENDED:
-        return _duration(now - start)
-    return _duration(end - start) if end is not None else ""
-
-
-def _duration(seconds: float) -> str:
-    secs = max(0, int(seconds))
-    if secs >= 3600:
-        return f"{secs // 3600}h{secs % 3600 // 60:02d}m"
-    return f"{secs // 60}m{secs % 60:02d}s" if secs >= 60 else f"{secs}s"
-
-
 def _width(text: str) -> int:
     """Cells ``text`` takes; ``len`` for ASCII (most names), which is 10x cheaper."""
     return len(text) if text.isascii() else cell_len(text)
 
 
-Cells = tuple[str, ...]  # one string per column
 RowKey = tuple[State, Cells, bool]  # what a painted row shows: state (its colour), text, cursor
 
 
@@ -489,52 +455,18 @@ class TaskList(ScrollView, can_focus=True):
         return Strip(segments)
 
     def _shown_name(self, r: TaskRecord) -> str:
-        """Indented by depth, by its name under its parent; a parent with ▾ (▸ folded) and
-        how many of its children are done ("▾ research 1/2"; a task with only helper tasks
-        under it, "▾ brief")."""
-        tree = self.task_tree
-        depth = self._depth.get(r.id, 0)
-        name = r.name
-        if depth:
-            parent = self.records.get(tree.shown_parent(r.id))
-            name = short_name(name, parent.name if parent else "")
-        if not tree.foldable(r.id):
-            return "  " * depth + name
-        mark = "▸" if r.id in tree.collapsed else "▾"
-        progress = f" {tree.progress(r.id)}" if tree.has_kids(r.id) else ""
-        return f"{'  ' * depth}{mark} {name}{progress}"
+        return shown_name(r, self.records, self.task_tree, self._depth.get(r.id, 0))
 
     def _cells(self, r: TaskRecord, now: float) -> Cells:
         """The text of each column in the row of ``r``."""
-        st = style_for(r.state)
-        task = r.task
-        agent = task.agent.type + (f"/{task.agent.model}" if task.agent.model else "")
-        # Not "exit code 0" on every row; a result kept unparsed is worth a note, though.
-        note = "" if r.state == State.COMPLETED and not r.reason.endswith(KEPT) else r.reason
-        if r.state == State.PENDING:
-            waiting = [
-                self.records[d].name if d in self.records else d[:8]
-                for d in r.depends_on
-                if d not in self.records or self.records[d].state not in SATISFIED
-            ]
-            if waiting:
-                note = "waiting on " + ", ".join(waiting)
-            elif not r.approved:
-                note = f"waiting for approval — {self.approve_key}"
-        parent = self.task_tree.has_kids(r.id)
-        return (
-            f"{st.symbol} {r.phase or st.label}",  # "classifying": PENDING on its classifier
+        return row_cells(
+            r,
+            now,
+            self.records,
+            self.task_tree,
             self._shown_name(r),
-            project_of(r) if len(self.projects) > 1 else "",  # a column only with several
-            agent,
-            r.run_node[:12],  # a Ray node id is 56 hex digits; its start tells nodes apart
-            task.priority.value or "normal",
-            _span(r, *self.task_tree.span(r), now) if parent else _elapsed(r, now),
-            # A parent that never ran itself (a foreach, a group) has no tries of its own.
-            "" if parent and not r.attempts else f"{r.attempt_in_round}/{task.retry.max_attempts}",
-            f"${r.cost_usd:.2f}" if r.cost_usd else "",
-            " ".join(task.tags),
-            note,
+            several_projects=len(self.projects) > 1,
+            approve_key=self.approve_key,
         )
 
     def _style(self, name: str) -> Style:
