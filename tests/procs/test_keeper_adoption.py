@@ -228,3 +228,40 @@ def test_without_a_private_runtime_directory_nothing_outlives_the_engine(
     _wait_for(lambda: not _alive(eng.agents[0]), "the agent dies with its engine, as before")
     _wait_for(lambda: not _alive(eng.keeper), "and so does the keeper")
     assert not list((runtime / "tui").iterdir())  # no socket was made there
+
+
+async def test_output_read_between_the_attach_and_the_claim_reaches_the_engine_once(
+    tmp_path: Path, runtime: Path, cleanup: list[int]
+) -> None:
+    db = tmp_path / "db"
+    go = tmp_path / "go"
+    wrote = tmp_path / "wrote"
+    end = tmp_path / "end"
+    # After the attach, before the claim, the agent prints more than a pipe holds: its write
+    # returns (and it marks `wrote`) only once the keeper has read some of it.
+    script = (
+        f"{_numbered(1, 10)}; while [ ! -e {go} ]; do sleep 0.01; done; "
+        f"{_numbered(11, 8000)}; touch {wrote}; while [ ! -e {end} ]; do sleep 0.01; done"
+    )
+    eng = Engine(db, 10, [script])
+    cleanup.extend(eng.agents)
+    eng.kill()
+    path = keeper_socket(str(db), ENGINE_ID)
+    assert path is not None
+    _wait_for(path.exists, "the keeper listens for the next engine")
+    keeper, kept = await Keeper.attach(path, ENGINE_ID)
+    try:
+        go.touch()
+        # The loop is held (as an engine's is while it reads its store before claiming):
+        # whatever the keeper says meanwhile is read after the claim.
+        _wait_for(wrote.exists, "the keeper read the agent's output before the claim")
+        child = keeper.claim(kept[0], (10 * LINE, 0))
+        end.touch()
+        async with asyncio.timeout(30):
+            out = await _read_all(child)
+            assert await child.wait() == 0
+        assert out == _lines(11, 8000)
+        child.close_pipes()
+        child.release()
+    finally:
+        await keeper.close()

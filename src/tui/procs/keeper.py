@@ -153,6 +153,7 @@ class _Agent:
         "close_in",
         "code",
         "fds",
+        "heard",
         "held",
         "kept",
         "key",
@@ -177,6 +178,10 @@ class _Agent:
         self.adoptable = adoptable
         self.fds = {out: 1, err: 2}  # open read ends → stream
         self.held = {1: 0, 2: 0}  # bytes sent, not yet taken by the engine
+        # An engine takes this agent's events: its own, or one that claimed it. Between an
+        # adopting engine's hello and its claim, output goes to `kept` only: the claim resends
+        # it from the stored offsets, so an event sent meanwhile would reach the engine twice.
+        self.heard = True
         self.kept: dict[int, _Kept] = {}  # stream → bytes not acknowledged (adoptable only)
         self.paused: set[int] = set()
         self.stdin_fd = inw
@@ -458,6 +463,7 @@ class Keeper:
         agent = self.agents.get(key)
         if agent is None:
             return
+        agent.heard = True
         for stream, offset in ((1, out_offset), (2, err_offset)):
             data = agent.kept[stream].since(offset)
             for at in range(0, len(data), READ_CHUNK):
@@ -495,6 +501,8 @@ class Keeper:
             self._end_all()
             return
         self.orphaned = True
+        for agent in self.agents.values():
+            agent.heard = False  # until the next engine claims it
         self.deadline = time.monotonic() + self.wait
         # The engine's stderr (a terminal, or a pipe its caller reads to the end) is not ours
         # to hold open now.
@@ -675,7 +683,8 @@ class Keeper:
             return
         except OSError:
             data = b""
-        self.outbox.append(("out", agent.key, stream, data))
+        if agent.heard:
+            self.outbox.append(("out", agent.key, stream, data))
         if not data:
             self._close_out(agent, fd)
             return
@@ -749,7 +758,8 @@ class Keeper:
         agent.pid = 0
         agent.code = code
         if self.agents.get(agent.key) is agent:
-            self.outbox.append(("exited", agent.key, code))
+            if agent.heard:
+                self.outbox.append(("exited", agent.key, code))
             if agent.stdin_fd >= 0 and not agent.fds:  # a stdin left open goes nowhere now
                 self._close_stdin(agent)
 
