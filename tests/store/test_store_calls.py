@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,3 +123,73 @@ async def test_a_write_alone_in_its_transaction_that_fails_midway_changes_nothin
     await store.insert_tasks([b], approved=True)
     assert [r.name for r in await store.list_tasks()] == ["b"]
     assert [ev.task_id for ev in seen] == [b.id]
+
+
+async def _running(store: Store, name: str) -> int:
+    t = _task(name)
+    await store.insert_tasks([t], approved=True)
+    await store.transition(t.id, State.PENDING, State.QUEUED)
+    began = await store.begin_run(t.id, "engine")
+    assert began is not None
+    return began[0]
+
+
+def _stored_pid(store: Store, run_id: int) -> int | None:
+    """The run's pid as another connection reads it: committed, not just written."""
+    with sqlite3.connect(store.path) as conn:
+        row = conn.execute("SELECT pid FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return row[0]
+
+
+async def test_a_runs_process_rides_in_the_next_call_without_a_hop_of_its_own(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id = await _running(store, "a")
+    other = await _running(store, "b")
+    hops = 0
+    submit = store._db._thread.submit
+
+    def counted(fn: Callable[[], Any]) -> asyncio.Future[Any]:
+        nonlocal hops
+        hops += 1
+        return submit(fn)
+
+    monkeypatch.setattr(store._db._thread, "submit", counted)
+    store.note_run_process(run_id, 4242, 4242, lambda: 99)
+    await store.set_run_session(other, "s")  # any call: the pid goes with it
+    assert hops == 1
+    assert _stored_pid(store, run_id) == 4242
+    (run,) = [r for r in await store.runs(open_only=True) if r.id == run_id]
+    assert (run.pid, run.pgid, run.proc_start) == (4242, 4242, 99)
+
+
+async def test_a_runs_process_is_stored_alone_soon_when_no_call_comes(store: Store) -> None:
+    run_id = await _running(store, "a")
+    store.note_run_process(run_id, 4242, 4242, lambda: 99)
+    assert _stored_pid(store, run_id) is None  # not before the loop has had a turn
+    async with asyncio.timeout(5):  # RIDE_DELAY is 20 ms: a deadline, not a pause
+        while _stored_pid(store, run_id) is None:
+            await asyncio.sleep(0.005)
+
+
+async def test_a_runs_process_not_yet_stored_is_stored_by_close(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "tui.db")
+    run_id = await _running(store, "a")
+    store.note_run_process(run_id, 4242, 4242, lambda: 99)
+    await store.close()
+    assert _stored_pid(store, run_id) == 4242
+
+
+async def test_a_failing_rider_takes_no_call_down(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    run_id = await _running(store, "a")
+
+    def broken() -> int | None:
+        raise sqlite3.OperationalError("no such thing")
+
+    store.note_run_process(run_id, 1, 1, broken)
+    store.note_run_process(run_id, 4242, 4242, lambda: 99)
+    await store.set_run_session(run_id, "s")
+    assert _stored_pid(store, run_id) == 4242
+    assert "no such thing" in caplog.text

@@ -456,12 +456,11 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
     def process_started(self, run: Run, proc: Child) -> None:
         if self.on_spawn is not None:
             self.on_spawn(proc.pid)
-        # Stored for crash recovery while the agent gets on with its work: nothing waits for
-        # it but the end of the run, which is stored after it.
-        run.recorded = asyncio.ensure_future(
-            self.store.set_run_process(
-                run.run_id, proc.pid, proc.pid, lambda: proc.identity().start_time
-            )
+        # Stored for crash recovery while the agent gets on with its work, with the next
+        # transaction (the run's end at the latest): a store call of its own cost every run a
+        # future, a task and a turn of the loop. Until then recovery finds it by its marker.
+        self.store.note_run_process(
+            run.run_id, proc.pid, proc.pid, lambda: proc.identity().start_time
         )
 
     # -- commands (from this process, or from the socket: tui.daemon.server) ------------

@@ -244,6 +244,14 @@ class Store:
         database thread (reading /proc for a child still in exec can wait a millisecond)."""
         await self._db.call(lambda t: runs.set_process(t, run_id, pid, pgid, proc_start))
 
+    def note_run_process(
+        self, run_id: int, pid: int, pgid: int, proc_start: Callable[[], int | None]
+    ) -> None:
+        """``set_run_process`` without a round trip of its own: written with the next
+        transaction anyone makes (a run's end at the latest), or alone within
+        ``tx.RIDE_DELAY``. Until then recovery finds the process by its run's marker."""
+        self._db.ride(lambda t: runs.set_process(t, run_id, pid, pgid, proc_start))
+
     async def set_run_node(self, run_id: int, node: str) -> TaskRecord | None:
         """Where the run runs (a Ray node id), shown in the task list's NODE column."""
         now = time.time()

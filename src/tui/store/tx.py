@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import queue
 import sqlite3
@@ -32,6 +33,12 @@ from tui.store.records import EventRecord
 from tui.store.schema import MIGRATIONS
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+# How long a rider (``Database.ride``) waits for a transaction to ride in before it goes out in
+# one of its own.
+RIDE_DELAY = 0.02
 
 
 def sqlite_uri(path: Path, mode: str) -> str:
@@ -105,6 +112,8 @@ class Database:
         self._thread = thread
         self.path = path
         self._queued: list[Job] = []
+        self._riders: list[Callable[[Tx], Any]] = []
+        self._ride_timer: asyncio.TimerHandle | None = None
         self._runner: asyncio.Task[None] | None = None
         self.on_event: Callable[[EventRecord], None] | None = None
         self.closed = False
@@ -135,6 +144,22 @@ class Database:
             found = await self.run(health.integrity_check) if health.is_damage(e) else ""
             raise health.explain(self.path, e, found) from None
 
+    def ride(self, fn: Callable[[Tx], Any]) -> None:
+        """Write ``fn`` with the next transaction (a call of anyone's), or in one of its own
+        within ``RIDE_DELAY``: a write nothing waits for (a run's pid) costs no round trip, no
+        future and no turn of the loop of its own. Its failure is logged, not raised."""
+        self._check_open()
+        self._riders.append(fn)
+        if self._runner is None and self._ride_timer is None:
+            self._ride_timer = asyncio.get_running_loop().call_later(RIDE_DELAY, self._go)
+
+    def _go(self) -> None:
+        if self._ride_timer is not None:
+            self._ride_timer.cancel()
+            self._ride_timer = None
+        if self._runner is None and (self._queued or self._riders) and not self.closed:
+            self._runner = asyncio.create_task(self._run_queued(riders_alone=True))
+
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(connection)`` on the database thread outside the queue (open, close,
         checks): for calls that must not wait behind a batch or join a transaction."""
@@ -151,30 +176,48 @@ class Database:
         """Close once; closing again does nothing (an app and its owner may both close)."""
         if self.closed:
             return
-        if self._runner is not None:
+        while self._runner is not None or self._riders:
+            if self._runner is None:
+                self._go()  # riders not yet written still are
+            assert self._runner is not None
             await asyncio.shield(self._runner)  # calls already queued still run
+        if self._ride_timer is not None:
+            self._ride_timer.cancel()
+            self._ride_timer = None
         try:
             await self.run(lambda c: c.close())
         finally:
             self.closed = True
             self._thread.stop()
 
-    async def _run_queued(self) -> None:
+    async def _run_queued(self, riders_alone: bool = False) -> None:
+        """The calls queued, batch after batch, with the riders; riders left alone wait for
+        the next call or their timer (``riders_alone``: the timer is up)."""
         try:
-            while self._queued:
+            while self._queued or (riders_alone and self._riders):
+                riders_alone = False
                 # A call whose caller was cancelled while it waited never runs.
                 jobs = [j for j in self._queued if not j[2].cancelled()]
                 self._queued = []
-                if not jobs:
+                riders, self._riders = self._riders, []
+                if self._ride_timer is not None:
+                    self._ride_timer.cancel()
+                    self._ride_timer = None
+                if not jobs and not riders:
                     continue
                 try:
-                    batch = [(fn, w) for fn, w, _ in jobs]
+                    # The riders first: they were asked for before any of these calls.
+                    batch = [(fn, True) for fn in riders] + [(fn, w) for fn, w, _ in jobs]
                     outcomes = await self._thread.submit(partial(_run_jobs, self._conn, batch))
                 except BaseException as e:  # the connection itself failed
                     for _, _, fut in jobs:
                         if not fut.done():
                             fut.set_exception(e)
                     raise
+                for ok, value, _ in outcomes[: len(riders)]:
+                    if not ok:
+                        log.error("a write riding with others failed: %s", value)
+                outcomes = outcomes[len(riders) :]
                 for i, ((_, _, fut), (ok, value, events)) in enumerate(
                     zip(jobs, outcomes, strict=True)
                 ):
@@ -193,6 +236,8 @@ class Database:
                         await asyncio.sleep(0)
         finally:
             self._runner = None
+            if self._riders and self._ride_timer is None and not self.closed:
+                self._ride_timer = asyncio.get_running_loop().call_later(RIDE_DELAY, self._go)
 
 
 def _run_jobs(
