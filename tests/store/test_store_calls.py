@@ -193,3 +193,24 @@ async def test_a_failing_rider_takes_no_call_down(
     await store.set_run_session(run_id, "s")
     assert _stored_pid(store, run_id) == 4242
     assert "no such thing" in caplog.text
+
+
+async def test_a_rider_whose_statement_fails_takes_back_only_itself(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Riders get no savepoint: SQLite takes back the failed statement alone, and the calls
+    and riders of the same transaction still commit."""
+    run_id = await _running(store, "a")
+
+    def clash(t: Any) -> None:  # the run's id again: refused by the primary key
+        t.db.execute("INSERT INTO runs (id, task_id, attempt, engine_id, started_at) "
+                     "SELECT id, task_id, attempt, engine_id, started_at FROM runs WHERE id = ?",
+                     (run_id,))  # fmt: skip
+
+    store._db.ride(clash)
+    store.note_run_process(run_id, 4242, 4242, lambda: 99)
+    await store.set_run_session(run_id, "s")
+    assert _stored_pid(store, run_id) == 4242
+    (run,) = await store.runs()
+    assert run.session_id == "s"
+    assert "UNIQUE" in caplog.text

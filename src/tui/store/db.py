@@ -355,9 +355,7 @@ class Store:
             # One journal row for both: the task's next state carries the run's end in its
             # data ({"run_id", "outcome", "exit_code", ...}); a run_ended row of its own only
             # when there is no such move or it did not happen.
-            ended = runs.end(t, run_id, fields, now, journal=then is None)
-            if result is not None:
-                runs.set_task_result(t, run_id, result)
+            ended = runs.end(t, run_id, fields, now, journal=then is None, result=result)
             if then is None:
                 return None
             data = None if ended is None else {k: v for k, v in ended.items() if k != "task_id"}

@@ -92,21 +92,27 @@ def set_task_result(t: Tx, run_id: int, result: str) -> None:
 
 
 def end(
-    t: Tx, run_id: int, fields: dict[str, Any], now: float, *, journal: bool = True
+    t: Tx,
+    run_id: int,
+    fields: dict[str, Any],
+    now: float,
+    *,
+    journal: bool = True,
+    result: str | None = None,
 ) -> dict[str, Any] | None:
-    """Close a run (once) and add its cost and tokens to the task's totals. Returns what the
-    journal says of it (None if it was already closed); ``journal=False`` leaves writing that
-    to the caller (:func:`journal_end`, or the data of the task's next state)."""
-    row = t.one("SELECT task_id, ended_at FROM runs WHERE id = ?", (run_id,))
-    if not row or row[1] is not None:
-        return None
-    task_id = row[0]
+    """Close a run (once) and add its cost and tokens to the task's totals (and store
+    ``result`` as the task's, if given). Returns what the journal says of it (None if it was
+    already closed); ``journal=False`` leaves writing that to the caller (:func:`journal_end`,
+    or the data of the task's next state)."""
     f = fields
-    t.db.execute(
+    # One statement closes it only if still open and says whose it is (a SELECT first cost
+    # one more per run).
+    rows = t.all(
         "UPDATE runs SET ended_at = ?, outcome = ?, exit_code = ?, error = ?, cost_usd = ?,"
         " tokens_in = ?, tokens_out = ?,"
         # A run closed without one (recovery) keeps the session it reported earlier.
-        " session_id = coalesce(nullif(?, ''), session_id) WHERE id = ?",
+        " session_id = coalesce(nullif(?, ''), session_id)"
+        " WHERE id = ? AND ended_at IS NULL RETURNING task_id",
         (
             now,
             f["outcome"],
@@ -119,10 +125,16 @@ def end(
             run_id,
         ),
     )
+    if not rows:
+        if result is not None:
+            set_task_result(t, run_id, result)
+        return None
+    task_id = rows[0][0]
+    # The totals and the result: one statement on the task's row.
     t.db.execute(
         "UPDATE tasks SET cost_usd = cost_usd + ?, tokens_in = tokens_in + ?,"
-        " tokens_out = tokens_out + ? WHERE id = ?",
-        (f["cost_usd"], f["tokens_in"], f["tokens_out"], task_id),
+        " tokens_out = tokens_out + ?, result = CASE WHEN ? THEN ? ELSE result END WHERE id = ?",
+        (f["cost_usd"], f["tokens_in"], f["tokens_out"], result is not None, result, task_id),
     )
     data = {"task_id": task_id, "run_id": run_id, **f}
     if journal:

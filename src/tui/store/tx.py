@@ -147,7 +147,9 @@ class Database:
     def ride(self, fn: Callable[[Tx], Any]) -> None:
         """Write ``fn`` with the next transaction (a call of anyone's), or in one of its own
         within ``RIDE_DELAY``: a write nothing waits for (a run's pid) costs no round trip, no
-        future and no turn of the loop of its own. Its failure is logged, not raised."""
+        future and no turn of the loop of its own. Its failure is logged, not raised. ``fn``
+        executes one statement, as its last step (it gets no savepoint: SQLite takes back a
+        failed statement by itself)."""
         self._check_open()
         self._riders.append(fn)
         if self._runner is None and self._ride_timer is None:
@@ -208,7 +210,8 @@ class Database:
                 try:
                     # The riders first: they were asked for before any of these calls.
                     batch = [(fn, True) for fn in riders] + [(fn, w) for fn, w, _ in jobs]
-                    outcomes = await self._thread.submit(partial(_run_jobs, self._conn, batch))
+                    work = partial(_run_jobs, self._conn, batch, len(riders))
+                    outcomes = await self._thread.submit(work)
                 except BaseException as e:  # the connection itself failed
                     for _, _, fut in jobs:
                         if not fut.done():
@@ -241,9 +244,13 @@ class Database:
 
 
 def _run_jobs(
-    db: sqlite3.Connection, jobs: list[tuple[Callable[[Tx], Any], bool]]
+    db: sqlite3.Connection,
+    jobs: list[tuple[Callable[[Tx], Any], bool]],
+    single: int = 0,
 ) -> list[tuple[bool, Any, list[EventRecord]]]:
     """Run the jobs in call order: (ok, result or exception, journal rows) for each.
+    The first ``single`` jobs are writes of one statement each (riders): SQLite takes back a
+    failed statement by itself, so they need no savepoint of their own.
 
     Group commit: consecutive writes share one transaction, each inside its own savepoint, so
     a job that fails takes back only its own changes, and every job still checks what it
@@ -281,6 +288,24 @@ def _run_jobs(
 
     for i, (fn, write) in enumerate(jobs):
         t = Tx(db)
+        if i < single:
+            try:
+                if not db.in_transaction:
+                    db.execute("BEGIN IMMEDIATE")
+                result = fn(t)
+            except BaseException as e:
+                if not db.in_transaction:  # SQLite ended it: the group went with it
+                    for j in group:
+                        out[j] = (False, e, [])
+                    group.clear()
+                if not isinstance(e, Exception):
+                    commit()
+                    raise
+                out.append((False, e, []))
+                continue
+            group.append(len(out))
+            out.append((True, result, t.events))
+            continue
         if not write:
             commit()  # a read-only job may open its own transaction (setup does)
             try:
