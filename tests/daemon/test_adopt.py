@@ -212,6 +212,8 @@ async def test_a_keeper_killed_too_takes_its_agents_along(db: Path, tmp_path: Pa
     try:
         await remote.submit([task])
         await wait_for(lambda: len(marker_processes(marker)) >= 2, "the script and its child")
+        # Its pid rides in the next store transaction (within 20 ms when nothing else is due).
+        await wait_for(lambda: bool(_agent_pids(db)), "the agent's pid stored")
         agents = _agent_pids(db)
     finally:
         os.kill(pid, signal.SIGKILL)
