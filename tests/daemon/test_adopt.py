@@ -24,7 +24,7 @@ from tui.daemon.lifecycle import ensure, stop
 from tui.daemon.remote import RemoteEngine
 from tui.model.states import State
 from tui.model.task import Task
-from tui.procs.keeper_client import keeper_socket, results_path
+from tui.procs.kept_runs import keeper_socket, results_path
 from tui.store.chunks import stored_lines
 
 

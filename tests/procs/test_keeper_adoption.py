@@ -19,14 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.procs.keeper_client import (
-    EndedChild,
-    Keeper,
-    KeeperLost,
-    keeper_socket,
-    read_results,
-    results_path,
-)
+from tui.procs.keeper_client import Keeper, KeeperLost
+from tui.procs.kept_runs import EndedChild, keeper_socket, read_results, results_path
 
 ENGINE_ID = "e" * 32
 LINE = 11  # bytes of "line-00001\n"

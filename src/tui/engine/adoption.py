@@ -29,11 +29,9 @@ from typing import cast
 from tui.engine.core import EngineCore
 from tui.engine.runner import LocalExecutor, Run, RunHost
 from tui.model.states import State
-from tui.procs.keeper_client import (
+from tui.procs.keeper_client import Keeper, KeeperLost, KeptChild
+from tui.procs.kept_runs import (
     EndedChild,
-    Keeper,
-    KeeperLost,
-    KeptChild,
     KeptRun,
     keeper_socket,
     read_results,
