@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
-import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -312,25 +312,8 @@ class LocalExecutor:
 
 
 def _adoptable(keeper: Keeper, run_id: int) -> Spawner:
-    async def spawn(
-        argv: Sequence[str],
-        *,
-        cwd: str | None,
-        env: Mapping[str, str] | None,
-        stdin: int = subprocess.DEVNULL,
-        executable: str | None = None,
-    ) -> Child:
-        return await keeper.spawn(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=stdin,
-            executable=executable,
-            run_id=run_id,
-            adoptable=True,
-        )
-
-    return spawn
+    """The keeper's spawn for this run, its agent one the next engine may adopt."""
+    return functools.partial(keeper.spawn, run_id=run_id, adoptable=True)
 
 
 async def watch_timeout(run: Run, timeout: float, kill: Callable[[Run], Awaitable[None]]) -> None:
