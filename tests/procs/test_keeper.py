@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tui.procs.keeper import READ_CHUNK, WINDOW
-from tui.procs.keeper_client import Keeper, KeptChild
+from tui.procs.keeper_client import _KEEPER, Keeper, KeptChild
 from tui.procs.process import Child, OutPipe, proc_start_time
 
 
@@ -64,6 +66,28 @@ def _zombie(pid: int) -> bool:
     except OSError:
         return True
     return raw[raw.rfind(b")") + 2 :].startswith(b"Z")
+
+
+def test_the_keeper_runs_on_the_standard_library_and_its_own_modules() -> None:
+    """It runs as ``python -I -S keeper.py`` on every engine's start: nothing else of tui's
+    (nor any installed package) is imported, whatever its modules are split into."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-X", "importtime", _KEEPER, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stderr=subprocess.PIPE,
+        )
+    _, err = proc.communicate(timeout=30)  # our end closed: it exits, as on an engine's death
+    assert proc.returncode == 0, err.decode()
+    lines = [ln for ln in err.decode().splitlines() if ln.startswith("import time:")]
+    imported = {ln.rsplit("|", 1)[1].strip() for ln in lines[1:]}  # [0]: the header
+    ours_ = {name for name in imported if name.split(".")[0] == "tui"}
+    assert ours_ == {"tui", "tui.procs", "tui.procs.keeper_afterlife", "tui.procs.keeper_starts"}
+    # Tried but not there (pickle's `org.python.core`, for Jython) is no import.
+    top = {name.split(".")[0] for name in imported} - {"tui"}
+    installed = {name for name in top - sys.stdlib_module_names if importlib.util.find_spec(name)}
+    assert not installed, f"the keeper imports {installed}"
 
 
 @pytest.mark.parametrize("where", ["cwd", "moved", "here"])
