@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import shutil
 import signal
 import tempfile
@@ -25,7 +26,8 @@ from tui.store.records import QuestionRecord, TaskRecord
 @pytest.fixture(autouse=True)
 def private_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Every test gets its own daemon socket dir and state dir (logs), and no daemon it
-    started outlives it. The socket dir is short: a Unix socket path has 108 bytes."""
+    started outlives it, nor a keeper. The socket dir is short: a Unix socket path has 108
+    bytes."""
     runtime = Path(tempfile.mkdtemp(prefix="tui-rt-"))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("TUI_STATE_DIR", str(tmp_path / "state"))
@@ -35,7 +37,61 @@ def private_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
         pid = lock.read_text().strip()
         if pid.isdigit() and int(pid) != os.getpid():
             stop_process(int(pid))
+    # A daemon killed and never followed by another leaves its keeper waiting for one
+    # (TUI_KEEPER_WAIT, 300 s), its agents running.
+    for keeper in keepers_under(runtime):
+        end_keeper(keeper)
     shutil.rmtree(runtime, ignore_errors=True)
+
+
+def keepers_under(runtime: Path) -> list[int]:
+    """The keepers (tui.procs.keeper) started with ``runtime`` as their XDG_RUNTIME_DIR: this
+    test's daemons' and engines' (they inherit it), never a developer's own tui's."""
+    mark = b"XDG_RUNTIME_DIR=" + os.fsencode(runtime)
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            if not any(a.endswith(b"/procs/keeper.py") for a in argv):
+                continue
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile
+            continue
+        if mark in env:
+            found.append(int(entry))
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                raw = Path(f"/proc/{entry}/stat").read_bytes()
+                if int(raw[raw.rfind(b")") + 1 :].split()[1]) == pid:
+                    kids.append(int(entry))
+    return kids
+
+
+def end_keeper(pid: int, grace: float = 10.0) -> None:
+    """SIGKILL the groups of the agents a keeper still runs (each leads its own), then the
+    keeper, and wait until it is gone."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        for child in _children(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        ready, _, _ = select.select([pidfd], [], [], grace)
+        assert ready, f"keeper {pid} still runs {grace} s after SIGKILL"
+    finally:
+        os.close(pidfd)
 
 
 def stop_process(pid: int, grace: float = 10.0) -> None:
