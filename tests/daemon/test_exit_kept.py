@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from tests.conftest import shell_task
+from tests.daemon.kill9 import kill_9_daemon
 from tests.daemon.test_chaos import wait_dead
-from tests.daemon.test_guard import wait_for
 
 from tui.daemon.lifecycle import ensure, stop
 from tui.engine.end_log import STALL_ENV
@@ -49,15 +48,13 @@ async def test_an_agent_that_exited_is_finished_not_run_again(
         ),
     ]
     monkeypatch.setenv(STALL_ENV, str(stalled))  # the daemon inherits it
-    remote = await ensure(db, concurrency=3)
-    pid = remote.pid
-    try:
-        await remote.submit(tasks)
-        await wait_for(lambda: len(os.listdir(stalled)) == 3, "the three ends recorded")
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        await remote.aclose()
-    wait_dead(pid)
+    await kill_9_daemon(
+        db,
+        tasks,
+        until=lambda: len(os.listdir(stalled)) == 3,
+        what="the three ends recorded",
+        concurrency=3,
+    )
     assert query(db, "SELECT count(*) FROM runs WHERE ended_at IS NULL") == [(3,)]
 
     monkeypatch.delenv(STALL_ENV)
