@@ -221,22 +221,21 @@ class Database:
                     if not ok:
                         log.error("a write riding with others failed: %s", value)
                 outcomes = outcomes[len(riders) :]
-                for i, ((_, _, fut), (ok, value, events)) in enumerate(
-                    zip(jobs, outcomes, strict=True)
-                ):
-                    # The caller resumes first, then whoever its journal rows wake, as if it
-                    # had been the only call: a viewer woken by an event finds the engine's
-                    # memory already updated by the call that wrote it.
+                # Every caller resumes first, then whoever the journal rows wake (in commit
+                # order): their wake-ups are queued after the callers', so a viewer woken by
+                # an event finds the engine's memory already updated by the call that wrote
+                # it. All in one turn of the loop: runs ended together start their next runs
+                # (one frame to the keeper) and make their next calls (one batch) together.
+                for (_, _, fut), (ok, value, _) in zip(jobs, outcomes, strict=True):
                     if not fut.done():
                         if ok:
                             fut.set_result(value)
                         else:
                             fut.set_exception(value)
-                    if events and self.on_event is not None:
-                        for ev in events:
+                for _, _, events in outcomes:
+                    for ev in events:
+                        if self.on_event is not None:
                             self.on_event(ev)
-                    if i < len(jobs) - 1:
-                        await asyncio.sleep(0)
         finally:
             self._runner = None
             if self._riders and self._ride_timer is None and not self.closed:
