@@ -226,8 +226,11 @@ async def test_calls_answered_together_all_resume_before_any_viewer_their_events
     await store.insert_tasks(tasks, approved=True)
     order: list[str] = []
     loop = asyncio.get_running_loop()
-    # A viewer: woken by each row, it runs in a later step of the loop.
-    store.on_event = lambda ev: loop.call_soon(order.append, f"event {ev.task_id}")
+
+    def viewer(ev: EventRecord) -> None:  # woken by each row, it runs in a later step
+        loop.call_soon(order.append, f"event {ev.task_id}")
+
+    store.on_event = viewer
 
     async def move(t: Task) -> None:
         await store.transition(t.id, State.PENDING, State.QUEUED)
