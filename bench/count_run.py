@@ -100,6 +100,7 @@ def main() -> int:
     tx._run_jobs = counted_run_jobs
 
     frames = 0
+    flush_times: list[float] = []
     messages: collections.Counter[str] = collections.Counter()
     try:
         from tui.procs.keeper_client import Keeper
@@ -113,7 +114,9 @@ def main() -> int:
             if self._outbox and self._transport is not None:
                 frames += 1
                 messages.update(m[0] for m in self._outbox)
+            t0 = time.perf_counter()
             flush(self)
+            flush_times.append(time.perf_counter() - t0)
 
         Keeper._flush = counted_flush  # type: ignore[method-assign]
 
@@ -138,6 +141,13 @@ def main() -> int:
     print(f"store batches {batches:,}; loop turns {turns:,}", file=out)
     if Keeper is not None:
         print(f"keeper frames {frames:,}; messages {dict(messages)}", file=out)
+        ft = sorted(flush_times)
+        if ft:
+            print(
+                f"frames sent in {sum(ft):.3f} s (median {ft[len(ft) // 2] * 1e6:.0f} us,"
+                f" p90 {ft[len(ft) * 9 // 10] * 1e3:.2f} ms, max {ft[-1] * 1e3:.1f} ms)",
+                file=out,
+            )
     if prof is not None:
         st = pstats.Stats(prof)
         calls = st.total_calls  # type: ignore[attr-defined]
