@@ -4,13 +4,14 @@ names the state really left, and a run's totals and questions are kept as before
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from tui.model.states import State
 from tui.model.task import Task
-from tui.store.db import Move, Store
-from tui.store.records import EventRecord
+from tui.store.db import Move, Store, StoreError
+from tui.store.records import EventRecord, TaskRecord
 
 
 def _task(name: str) -> Task:
@@ -157,3 +158,34 @@ async def test_a_start_reads_the_questions_and_runs_there_are(store: Store) -> N
     assert (second.attempt, second.task.attempts) == (2, 2)
     assert [r.id for r in second.previous_runs] == [first.run_id]
     assert [q.kind for q in second.questions] == ["message"]
+
+
+async def test_a_batch_of_writes_needs_no_savepoints_unless_one_fails(store: Store) -> None:
+    """Calls made together commit in one transaction with no savepoint each; when one of them
+    fails, the batch runs again job by job: the others still commit, once, their journal rows
+    delivered once and in call order."""
+    seen: list[EventRecord] = []
+    store.on_event = seen.append
+    tasks = [_task(f"t{i}") for i in range(4)]
+    await store.insert_tasks(tasks, approved=True)
+    async with _statements(store) as together:
+        moved = await asyncio.gather(
+            *(store.transition(t.id, State.PENDING, State.QUEUED) for t in tasks[:2])
+        )
+    assert all(m is not None for m in moved)
+    assert not [s for s in together if s.startswith(("SAVEPOINT", "RELEASE"))]
+    seen.clear()
+    twin = _task("twin").model_copy(update={"id": tasks[0].id})  # refused: id stored
+    got = await asyncio.gather(
+        store.transition(tasks[2].id, State.PENDING, State.QUEUED),
+        store.insert_tasks([twin], approved=True),
+        store.transition(tasks[3].id, State.PENDING, State.QUEUED),
+        return_exceptions=True,
+    )
+    assert isinstance(got[1], StoreError)
+    assert [r.state for r in (got[0], got[2]) if isinstance(r, TaskRecord)] == [State.QUEUED] * 2
+    assert [(ev.task_id, ev.to_state) for ev in seen] == [
+        (tasks[2].id, "QUEUED"),
+        (tasks[3].id, "QUEUED"),
+    ]
+    assert [r.name for r in await store.list_tasks()] == [t.name for t in tasks]
