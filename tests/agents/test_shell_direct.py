@@ -209,6 +209,7 @@ def test_a_plan_needs_bash_a_found_command_and_a_plain_environment(tmp_path: Pat
     assert plan("ls", "bash", {}, cwd) is None  # no PATH: bash's default path differs
     for key in ("BASH_ENV", "SHELLOPTS", "IFS", "BASH_FUNC_ls%%"):
         assert plan("ls", "bash", {**env, key: "x"}, cwd) is None, key
+    assert plan("ls", "bash", {**env, "MY_BASH_FUNC_ls%%": "x", "SHLVL": "3"}, cwd) is not None
     assert plan("ls", "bash", {**env, "SHLVL": "999"}, cwd) is None  # bash warns
     assert plan("ls", "bash", {**env, "SHLVL": "x"}, cwd) is None
     true = plan("true", "bash", env, cwd)

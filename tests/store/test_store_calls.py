@@ -214,3 +214,28 @@ async def test_a_rider_whose_statement_fails_takes_back_only_itself(
     (run,) = await store.runs()
     assert run.session_id == "s"
     assert "UNIQUE" in caplog.text
+
+
+async def test_calls_answered_together_all_resume_before_any_viewer_their_events_wake(
+    store: Store,
+) -> None:
+    """Runs that end together start their next runs together (one frame to the keeper, one
+    store batch): every caller of a batch resumes before the listeners its journal rows wake,
+    and those still see the rows in commit order."""
+    tasks = [_task(f"t{i}") for i in range(3)]
+    await store.insert_tasks(tasks, approved=True)
+    order: list[str] = []
+    loop = asyncio.get_running_loop()
+
+    def viewer(ev: EventRecord) -> None:  # woken by each row, it runs in a later step
+        loop.call_soon(order.append, f"event {ev.task_id}")
+
+    store.on_event = viewer
+
+    async def move(t: Task) -> None:
+        await store.transition(t.id, State.PENDING, State.QUEUED)
+        order.append(f"caller {t.id}")
+
+    await asyncio.gather(*(move(t) for t in tasks))
+    await asyncio.sleep(0)  # the last viewer's step: queued before this one
+    assert order == [f"caller {t.id}" for t in tasks] + [f"event {t.id}" for t in tasks]

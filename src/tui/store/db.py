@@ -161,9 +161,9 @@ class Store:
         """
         now = time.time()
         move = Move(task_id, expected, to, reason, updates)
-        deps = _deps(base, task_id)
+        deps, likely = _deps(base, task_id), _likely(base, task_id)
         return await self._db.call(
-            lambda t: _based(tasks.transition(t, move, now, deps=deps), base)
+            lambda t: _based(tasks.transition(t, move, now, deps=deps, likely=likely), base)
         )
 
     async def move_many(
@@ -174,7 +174,12 @@ class Store:
         now = time.time()
         return await self._db.call(
             lambda t: [
-                _based(tasks.transition(t, m, now, deps=_deps(base, m.task_id)), base)
+                _based(
+                    tasks.transition(
+                        t, m, now, deps=_deps(base, m.task_id), likely=_likely(base, m.task_id)
+                    ),
+                    base,
+                )
                 for m, base in moves
             ]
         )
@@ -341,6 +346,7 @@ class Store:
         """The transaction of :meth:`end_run`, to run alone or with another (at ``now``)."""
         now = time.time() if now is None else now
         then_deps = _deps(base, then.task_id) if then is not None else None
+        likely = _likely(base, then.task_id) if then is not None else None
         fields = {
             "outcome": outcome,
             "exit_code": exit_code,
@@ -354,13 +360,23 @@ class Store:
         def tx(t: Any) -> TaskRecord | None:
             # One journal row for both: the task's next state carries the run's end in its
             # data ({"run_id", "outcome", "exit_code", ...}); a run_ended row of its own only
-            # when there is no such move or it did not happen.
-            ended = runs.end(t, run_id, fields, now, journal=then is None, result=result)
+            # when there is no such move or it did not happen. The run's totals and result
+            # ride in its task's move too (one statement on the task's row, not two), or go
+            # alone if the task does not move.
+            ended = runs.end(
+                t, run_id, fields, now, journal=then is None, result=result, totals=then is None
+            )
             if then is None:
                 return None
-            data = None if ended is None else {k: v for k, v in ended.items() if k != "task_id"}
-            moved = tasks.transition(t, then, now, data=data, deps=then_deps)
-            if moved is None and ended is not None:
+            if ended is None:
+                return _based(tasks.transition(t, then, now, deps=then_deps, likely=likely), base)
+            data = {k: v for k, v in ended.items() if k != "task_id"}
+            ride = ended["task_id"] == then.task_id
+            sets = runs.totals(fields, result) if ride else tasks.NO_SETS
+            moved = tasks.transition(t, then, now, data, then_deps, likely, sets)
+            if moved is None or not ride:
+                runs.add_totals(t, ended["task_id"], fields, result)
+            if moved is None:
                 runs.journal_end(t, ended, now)
             return _based(moved, base)
 
@@ -555,6 +571,11 @@ class Store:
 def _deps(base: TaskRecord | None, task_id: str) -> list[str] | None:
     """The dependencies of ``task_id`` as ``base`` holds them (they never change once stored)."""
     return base.depends_on if base is not None and base.id == task_id else None
+
+
+def _likely(base: TaskRecord | None, task_id: str) -> State | None:
+    """The state ``base`` (the caller's record of ``task_id``) says the task is in."""
+    return base.state if base is not None and base.id == task_id else None
 
 
 def _based(rec: TaskRecord | None, base: TaskRecord | None) -> TaskRecord | None:

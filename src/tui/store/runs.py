@@ -15,6 +15,9 @@ COLS = (
     " outcome, error, cost_usd, tokens_in, tokens_out, session_id, node"
 )
 
+_COUNT_ATTEMPT: tasks.Sets = ("attempts = attempts + 1", ())
+_ASKED = ", EXISTS (SELECT 1 FROM questions WHERE task_id = tasks.id)"
+
 
 def start(
     t: Tx, task_id: str, engine_id: str, now: float, deps: list[str] | None = None
@@ -22,18 +25,16 @@ def start(
     """QUEUED → RUNNING (the checked transition) plus a new run row, and what the new attempt
     may need to know: the task's earlier runs and every question asked about it. ``deps`` as
     for :func:`tasks.transition`."""
-    row = t.one("SELECT attempts, state FROM tasks WHERE id = ?", (task_id,))
-    if not row:
-        return None
-    attempt = row[0] + 1
     # The task's reason is cleared (a running task has none to show); the journal says which
-    # attempt this is.
-    move = tasks.Move(
-        task_id, State.QUEUED, State.RUNNING, "", {"attempts": attempt, "retry_at": None}
-    )
-    moved = tasks.change_state(t, move, now, deps, row[1])
+    # attempt this is. One statement moves it, counts the attempt and says whether anyone
+    # ever asked about the task (most never are: no read of the questions then).
+    move = tasks.Move(task_id, State.QUEUED, State.RUNNING, "", {"retry_at": None})
+    moved = tasks.move_row(t, move, now, sets=_COUNT_ATTEMPT, returning=_ASKED)
     if moved is None:
         return None
+    row, current = moved
+    rec = tasks.from_row(row, list(deps) if deps is not None else tasks.deps_of(t, task_id))
+    attempt, asked = rec.attempts, row[-1]
     cur = t.db.execute(
         "INSERT INTO runs (task_id, attempt, engine_id, started_at) VALUES (?,?,?,?)",
         (task_id, attempt, engine_id, now),
@@ -41,7 +42,7 @@ def start(
     run_id = int(cur.lastrowid or 0)
     # The journal row names the run, known only now.
     data = {"run_id": run_id, "attempt": attempt}
-    t.event(task_id, "state", moved[1], State.RUNNING, f"attempt {attempt}", data, now)
+    t.event(task_id, "state", current, State.RUNNING, f"attempt {attempt}", data, now)
     # ``attempts`` counts every run row ever written for the task (here, and only here): a
     # first attempt has no earlier runs to read.
     runs = (
@@ -52,11 +53,10 @@ def start(
         if attempt > 1
         else []
     )
-    rec = moved[0]  # read before this run's row existed: give it this run's start
+    # ``rec`` was read before this run's row existed: give it this run's start.
     rec.run_started_at, rec.run_ended_at = now, None
-    return RunStart(
-        run_id, attempt, [RunRecord(*r) for r in runs], questions.of_task(t, task_id), rec
-    )
+    asked_about = questions.of_task(t, task_id) if asked else []
+    return RunStart(run_id, attempt, [RunRecord(*r) for r in runs], asked_about, rec)
 
 
 def set_process(
@@ -99,11 +99,13 @@ def end(
     *,
     journal: bool = True,
     result: str | None = None,
+    totals: bool = True,
 ) -> dict[str, Any] | None:
     """Close a run (once) and add its cost and tokens to the task's totals (and store
     ``result`` as the task's, if given). Returns what the journal says of it (None if it was
     already closed); ``journal=False`` leaves writing that to the caller (:func:`journal_end`,
-    or the data of the task's next state)."""
+    or the data of the task's next state), ``totals=False`` the totals and the result
+    (:func:`totals`: the assignments for the task's next move, or :func:`add_totals`)."""
     f = fields
     # One statement closes it only if still open and says whose it is (a SELECT first cost
     # one more per run).
@@ -130,16 +132,28 @@ def end(
             set_task_result(t, run_id, result)
         return None
     task_id = rows[0][0]
-    # The totals and the result: one statement on the task's row.
-    t.db.execute(
-        "UPDATE tasks SET cost_usd = cost_usd + ?, tokens_in = tokens_in + ?,"
-        " tokens_out = tokens_out + ?, result = CASE WHEN ? THEN ? ELSE result END WHERE id = ?",
-        (f["cost_usd"], f["tokens_in"], f["tokens_out"], result is not None, result, task_id),
-    )
+    if totals:
+        add_totals(t, task_id, fields, result)
     data = {"task_id": task_id, "run_id": run_id, **f}
     if journal:
         journal_end(t, data, now)
     return data
+
+
+def totals(fields: dict[str, Any], result: str | None) -> tasks.Sets:
+    """A run's cost and tokens added to its task's totals, and its result stored (if any):
+    assignments to make with the task's next move (one statement on the task's row)."""
+    return (
+        "cost_usd = cost_usd + ?, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?,"
+        " result = CASE WHEN ? THEN ? ELSE result END",
+        (fields["cost_usd"], fields["tokens_in"], fields["tokens_out"], result is not None, result),
+    )
+
+
+def add_totals(t: Tx, task_id: str, fields: dict[str, Any], result: str | None) -> None:
+    """:func:`totals` alone, when the task makes no move with them."""
+    sets, args = totals(fields, result)
+    t.db.execute(f"UPDATE tasks SET {sets} WHERE id = ?", (*args, task_id))
 
 
 def journal_end(t: Tx, ended: dict[str, Any], now: float) -> None:

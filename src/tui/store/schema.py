@@ -172,4 +172,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN out_offset INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE runs ADD COLUMN err_offset INTEGER NOT NULL DEFAULT 0;
     """,
+    # v9: every run's start asks whether anyone asked about its task (tui.store.runs.start):
+    # an index lookup, not a scan of every question a long-lived daemon has kept.
+    """
+    CREATE INDEX questions_task ON questions(task_id);
+    """,
 ]

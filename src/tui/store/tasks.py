@@ -26,6 +26,10 @@ READ_COLS = (
 )
 _SEQ = 17  # submit_seq's place in the columns
 
+# More assignments for a move's UPDATE: (SQL of ours, its arguments).
+Sets = tuple[str, tuple[Any, ...]]
+NO_SETS: Sets = ("", ())
+
 
 @dataclass(frozen=True)
 class Move:
@@ -44,12 +48,14 @@ def transition(
     now: float,
     data: dict[str, Any] | None = None,
     deps: list[str] | None = None,
+    likely: State | None = None,
+    sets: Sets = NO_SETS,
 ) -> TaskRecord | None:
     """Move the task if it is now in ``move.expected`` and the state table allows it; log the
     move in the journal (with ``data``). Returns the updated task, or None (nothing changed).
     ``deps``: the task's dependencies if the caller knows them (they never change once stored),
-    which saves reading them again."""
-    moved = change_state(t, move, now, deps)
+    which saves reading them again; ``likely`` and ``sets`` as for :func:`move_row`."""
+    moved = change_state(t, move, now, deps, likely, sets)
     if moved is None:
         return None
     rec, frm = moved
@@ -58,30 +64,74 @@ def transition(
 
 
 def change_state(
-    t: Tx, move: Move, now: float, deps: list[str] | None = None, state: str | None = None
+    t: Tx,
+    move: Move,
+    now: float,
+    deps: list[str] | None = None,
+    likely: State | None = None,
+    sets: Sets = NO_SETS,
 ) -> tuple[TaskRecord, State] | None:
     """The compare-and-set of :func:`transition` without its journal row, for a caller that
-    writes the row itself once it knows what to put in it. Returns (task, previous state).
-    ``state``: the task's state as the caller just read it in this transaction."""
+    writes the row itself once it knows what to put in it. Returns (task, previous state)."""
+    moved = move_row(t, move, now, likely, sets)
+    if moved is None:
+        return None
+    row, frm = moved
+    return from_row(row, list(deps) if deps is not None else deps_of(t, move.task_id)), frm
+
+
+def legal_from(move: Move) -> list[State]:
+    """The states of ``move.expected`` that the state table lets the task leave for
+    ``move.to``, in the order given."""
     expected = move.expected
-    allowed = {expected} if isinstance(expected, State) else set(expected)
-    if state is None:
-        row = t.one("SELECT state FROM tasks WHERE id = ?", (move.task_id,))
-        if not row:
-            return None
-        state = row[0]
-    current = _STATES[state]
-    if current not in allowed or not valid_transition(current, move.to):
+    states = (expected,) if isinstance(expected, State) else expected
+    return [s for s in states if valid_transition(s, move.to)]
+
+
+def move_row(
+    t: Tx,
+    move: Move,
+    now: float,
+    likely: State | None = None,
+    sets: Sets = NO_SETS,
+    returning: str = "",
+) -> tuple[tuple[Any, ...], State] | None:
+    """The compare-and-set itself: (the task's row as the move left it, the state it left),
+    or None. Only a state of :func:`legal_from` is ever left. One ``UPDATE … WHERE state = ?``
+    when only one state can be left, or when ``likely`` (the caller's belief) is right; the
+    task's state is read first only otherwise. The row is ``READ_COLS`` then ``returning``;
+    ``sets``: more assignments made with the move (SQL of ours, never user text, and its
+    arguments), e.g. ``("attempts = attempts + 1", ())``.
+    """
+    allowed = legal_from(move)
+    if not allowed:
         return None
+    guess = allowed[0] if len(allowed) == 1 else likely if likely in allowed else None
+    if guess is not None:
+        row = _set_state(t, move, guess, now, sets, returning)
+        if row is not None or len(allowed) == 1:
+            return (row, guess) if row is not None else None
+    found = t.one("SELECT state FROM tasks WHERE id = ?", (move.task_id,))
+    if not found or found[0] == guess or found[0] not in allowed:
+        return None
+    current = _STATES[found[0]]
+    row = _set_state(t, move, current, now, sets, returning)
+    return (row, current) if row is not None else None
+
+
+def _set_state(
+    t: Tx, move: Move, current: State, now: float, sets: Sets, returning: str
+) -> tuple[Any, ...] | None:
     cols = {"state": move.to.value, "reason": move.reason, "updated_at": now, **move.updates}
-    sets = ", ".join(f"{k} = ?" for k in cols)
+    more, more_args = sets
+    # ``sets`` first: the move's own columns are assigned last, and SQLite keeps the last
+    # assignment of a column (a move that sets ``result`` overrides the run's).
+    assigns = (f"{more}, " if more else "") + ", ".join(f"{k} = ?" for k in cols)
     rows = t.all(
-        f"UPDATE tasks SET {sets} WHERE id = ? AND state = ? RETURNING {READ_COLS}",
-        (*cols.values(), move.task_id, current.value),
+        f"UPDATE tasks SET {assigns} WHERE id = ? AND state = ? RETURNING {READ_COLS}{returning}",
+        (*more_args, *cols.values(), move.task_id, current.value),
     )
-    if len(rows) != 1:
-        return None
-    return from_row(rows[0], list(deps) if deps is not None else deps_of(t, move.task_id)), current
+    return rows[0] if len(rows) == 1 else None
 
 
 def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[TaskRecord]:

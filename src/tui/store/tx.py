@@ -4,8 +4,9 @@ Every store call is a function ``fn(tx)`` run on the database thread as one tran
 (read, check, write, journal), so a state change costs one thread hop, not one per
 statement. Calls made while the thread is busy queue up and go over together: one hop runs
 all of them in call order, consecutive writes sharing one ``BEGIN IMMEDIATE … COMMIT``, each
-inside its own savepoint (see :func:`_run_jobs`). Journal rows written by a call are handed
-to ``on_event`` right after it commits, so listeners see them in commit order.
+inside its own savepoint (see :func:`_run_jobs`; a batch of writes is first tried without).
+Journal rows written by a call are handed to ``on_event`` right after it commits, so
+listeners see them in commit order.
 
 Why not aiosqlite: running a whole batch as one function on its thread needs its private
 ``_execute``/``_conn``; its public API is one hop per statement. The standard library's
@@ -221,22 +222,21 @@ class Database:
                     if not ok:
                         log.error("a write riding with others failed: %s", value)
                 outcomes = outcomes[len(riders) :]
-                for i, ((_, _, fut), (ok, value, events)) in enumerate(
-                    zip(jobs, outcomes, strict=True)
-                ):
-                    # The caller resumes first, then whoever its journal rows wake, as if it
-                    # had been the only call: a viewer woken by an event finds the engine's
-                    # memory already updated by the call that wrote it.
+                # Every caller resumes first, then whoever the journal rows wake (in commit
+                # order): their wake-ups are queued after the callers', so a viewer woken by
+                # an event finds the engine's memory already updated by the call that wrote
+                # it. All in one turn of the loop: runs ended together start their next runs
+                # (one frame to the keeper) and make their next calls (one batch) together.
+                for (_, _, fut), (ok, value, _) in zip(jobs, outcomes, strict=True):
                     if not fut.done():
                         if ok:
                             fut.set_result(value)
                         else:
                             fut.set_exception(value)
-                    if events and self.on_event is not None:
-                        for ev in events:
+                for _, _, events in outcomes:
+                    for ev in events:
+                        if self.on_event is not None:
                             self.on_event(ev)
-                    if i < len(jobs) - 1:
-                        await asyncio.sleep(0)
         finally:
             self._runner = None
             if self._riders and self._ride_timer is None and not self.closed:
@@ -256,8 +256,13 @@ def _run_jobs(
     a job that fails takes back only its own changes, and every job still checks what it
     changes inside a transaction (nobody else writes between BEGIN IMMEDIATE and COMMIT).
     One commit (one WAL append) per batch instead of one per job. No caller hears of its
-    result before the commit (results go back only when the whole batch is done).
+    result before the commit (results go back only when the whole batch is done). A batch of
+    writes only is tried first without savepoints (:func:`_run_writes_together`).
     """
+    if len(jobs) > 1 and all(write for _, write in jobs):
+        together = _run_writes_together(db, jobs)
+        if together is not None:
+            return together
     out: list[tuple[bool, Any, list[EventRecord]]] = []
     group: list[int] = []  # indexes in ``out`` of the writes in the open transaction
 
@@ -343,6 +348,36 @@ def _run_jobs(
         group.append(len(out))
         out.append((True, result, t.events))
     commit()
+    return out
+
+
+def _run_writes_together(
+    db: sqlite3.Connection, jobs: list[tuple[Callable[[Tx], Any], bool]]
+) -> list[tuple[bool, Any, list[EventRecord]]] | None:
+    """The usual batch (writes only, none of them failing) in one transaction with no
+    savepoints: two statements a job fewer. If any job fails (or the transaction cannot
+    start), nothing of it is kept and None says to run the batch again job by job, each in
+    its own savepoint (:func:`_run_jobs`); a job is a function of the transaction, so running
+    it again after a rollback does what running it once would have."""
+    out: list[tuple[bool, Any, list[EventRecord]]] = []
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except Exception:
+        return None
+    try:
+        for fn, _ in jobs:
+            t = Tx(db)
+            out.append((True, fn(t), t.events))
+    except BaseException:  # taken back whole; the job by job run meets it again
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        return None
+    try:
+        db.execute("COMMIT")
+    except Exception as e:  # nothing of it is stored: each of them failed
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        return [(False, e, []) for _ in jobs]
     return out
 
 
