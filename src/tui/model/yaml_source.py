@@ -103,8 +103,8 @@ def check_limits(text: str) -> None:
         stack: list[tuple[str | None, int]] = []
         sizes: dict[str, int] = {}
         tasks = _TaskCounter()
-        while loader.check_event():
-            event = loader.get_event()
+        get_event = loader.get_event  # None after the stream's end: one call an event
+        while (event := get_event()) is not None:
             kind = type(event)
             if len(stack) <= 2:
                 tasks.see(event, len(stack))
