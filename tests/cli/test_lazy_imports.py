@@ -70,6 +70,30 @@ def test_version_imports_neither_engine_nor_pydantic(tui: Tui) -> None:
         or m in ("tui.engine.scheduler", "tui.engine.api", "tui.store.db")
     )
     assert heavy == []
+    assert sorted(m for m in mods if m.split(".")[0] in ("asyncio", "argparse")) == []
+
+
+def test_run_never_imports_the_other_commands_modules(tui: Tui, tmp_path: Path) -> None:
+    """`tui run` builds only the parsers declared beside it: `tui web`'s, `tui doctor`'s...
+    modules (~5 ms) stay unloaded. The full parser still lists every command."""
+    f = write_tasks(tmp_path / "t.yaml", [shell_task("one", "true")])
+    run = loaded(tui, "run", str(f), "--db", str(tui.db))
+    others = ("web", "doctor", "daemon_cmd", "human", "config_cmd", "worktree_cmd", "export_cmd")
+    assert sorted(m for m in run if m.removeprefix("tui.cli.") in others) == []
+    assert tui.state_of("one") == "COMPLETED"
+    usage = subprocess.run(
+        [sys.executable, "-m", "tui", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert usage.returncode == 0
+    for command in ("run", "web", "doctor", "daemon", "ask", "task", "worktree", "export"):
+        assert f"    {command} " in usage.stdout, command
+    bad = subprocess.run(
+        [sys.executable, "-m", "tui", "run", "--no-such-option"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "unrecognized arguments: --no-such-option" in bad.stderr
 
 
 def test_run_without_a_schema_never_imports_jsonschema(tui: Tui, tmp_path: Path) -> None:

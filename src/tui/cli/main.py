@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import contextlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tui import __version__
 
-# Only what the error boundary needs, and light: each command imports what it runs (`tui
-# run` never loads the app, `tui --version` not even the engine).
-from tui.engine.errors import EngineError
-from tui.model.issues import TaskFileError
-from tui.store.errors import StoreError
+if TYPE_CHECKING:
+    import argparse
+
+# Each command imports what it runs (`tui run` never loads the app); asyncio and the error
+# boundary's classes once a command runs (`tui --version` loads none of it).
 
 _CONCURRENCY = "tasks at once (default: the database's stored value, [settings] concurrency, 4)"
 _SHELL = "shell for shell tasks (default: the database's stored one, [settings] shell, bash)"
@@ -22,7 +20,12 @@ _EXECUTOR = "where tasks run: local processes, or a Ray cluster (default: [execu
 _FORCE = "submit the files' tasks even if the same tasks are already there, unfinished"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``command`` one of the commands declared here (`run`,
+    `ls`, ...), without the other modules' commands: importing them cost every `tui run`
+    ~5 ms, and a command's own options parse the same without its siblings."""
+    import argparse
+
     p = argparse.ArgumentParser(
         prog="tui", description="A terminal cockpit for coding-agent tasks."
     )
@@ -81,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
+    if command in sub.choices:
+        return p
     from tui.cli import (
         config_cmd,
         daemon_cmd,
@@ -100,16 +105,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # what the parser would print, without building it
+        print(f"tui {__version__}")
+        return 0
     if not argv or argv[0].startswith("--db") or argv[0] in ("--no-mouse", "--fps", "--foreground"):
         argv.insert(0, "open")  # `tui` alone opens the app
     from tui.cli.task import split_task_args
 
     argv, task_args = split_task_args(argv)
-    args = parser.parse_args(argv)
+    args = build_parser(argv[0]).parse_args(argv)
     if task_args:
         args.task_args = task_args
+    import asyncio
+
+    from tui.engine.errors import EngineError
+    from tui.model.issues import TaskFileError
+    from tui.store.errors import StoreError
+
     _fast_child_watcher()
     try:
         return asyncio.run(_dispatch(args))
@@ -136,6 +149,8 @@ def _fast_child_watcher() -> None:
     on the event loop instead (later Pythons do this themselves)."""
     if sys.version_info >= (3, 12) or not sys.platform.startswith("linux"):
         return
+    import asyncio
+    import contextlib
     import warnings
 
     with warnings.catch_warnings():
