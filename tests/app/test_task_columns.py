@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
+from tests.app.app_support import until, visible_text
+from tests.conftest import shell_task
+from tui.app.tui_app import TuiApp
 from tui.app.widgets.task_columns import COLUMNS, PAD, fit_columns, fit_text
+from tui.app.widgets.task_list import TaskList
+from tui.engine.scheduler import Engine
 
 CONTENT = {
     "state": 13,
@@ -44,3 +51,30 @@ def test_cells_are_cut_with_an_ellipsis() -> None:
     assert fit_text("abcdef", 4) == "abc…"
     assert fit_text("ab", 4) == "ab  "
     assert fit_text("日本語テキスト", 5) == "日本…"
+
+
+def test_the_name_gets_its_width_before_the_note_grows() -> None:
+    """An 18-cell name (`  compact:per-file` under its parent) is whole in the list at 120×40
+    (64 cells) and at 80×24 (40 beside the scrollbar); the note takes what is left."""
+    content = {**CONTENT, "name": 18, "time": 4, "agent": 0, "prio": 0, "tags": 0, "cost": 0}
+    for width in (64, 40):
+        layout = fit_columns(content, width, 13)
+        assert layout["name"] == 18 and "note" in layout and "time" in layout
+        assert sum(w + 2 * PAD for w in layout.values()) == width  # the note took the rest
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_names_are_whole_in_the_app_while_the_note_has_room(
+    engine: Engine, size: tuple[int, int]
+) -> None:
+    first = shell_task("integration-suite", "sleep 300")
+    second = shell_task("migrate-database", "sleep 300")
+    then = shell_task("publish-artifacts", "true", depends_on=[first.id, second.id])
+    await engine.submit([first, second, then])
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+    async with app.run_test(size=size) as pilot:
+        table = app.query_one(TaskList)
+        await until(pilot, lambda: "waiting" in visible_text(table), "the note")
+        text = visible_text(table)
+        for name in ("integration-suite ", "migrate-database ", "publish-artifacts "):
+            assert name in text
