@@ -233,7 +233,9 @@ class QuestionPanel(VerticalScroll):
     def action_move(self, step: int) -> None:
         card = self._focused_card()
         if card is None:
-            self.scroll_relative(y=step, animate=False)  # nothing focused inside: scroll
+            # Nothing focused inside: scroll, at once, so each key of a burst (a held j)
+            # moves from where the last one left the view.
+            self.scroll_relative(y=step, animate=False, immediate=True)
             return
         target = self._neighbour(card, step)
         if target is not None:
