@@ -7,6 +7,7 @@ from __future__ import annotations
 from tests.app.app_support import screen_text, until
 from tests.conftest import shell_task
 from tui.app.help_screen import HelpScreen
+from tui.app.prompts import Confirm, TextPrompt
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.log_view import LogView
 from tui.engine.scheduler import Engine
@@ -41,3 +42,28 @@ async def test_the_help_screens_footer_lists_its_own_keys(engine: Engine) -> Non
             assert main_key not in footer, footer
         await pilot.press("escape")
         await until(pilot, lambda: "r Retry" in screen_text(app).splitlines()[-1], "back")
+
+
+async def test_a_prompt_and_a_confirmation_show_their_own_keys(engine: Engine) -> None:
+    """The open prompt and a y/N question list what they take, not the task list's keys."""
+    t = shell_task("long", "echo started; sleep 300")
+    await engine.submit([t])
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+
+    def footer() -> str:
+        return screen_text(app).splitlines()[-1]
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "started" in screen_text(app), "the task to start")
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, Confirm), "the y/N question")
+        await until(pilot, lambda: "y Yes" in footer(), "its footer")
+        assert "n No" in footer() and "Retry" not in footer(), footer()
+        await pilot.press("n")
+        await until(pilot, lambda: "r Retry" in footer(), "the main footer back")
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, TextPrompt), "the open prompt")
+        await until(pilot, lambda: "esc Back" in footer(), "its footer")
+        assert "tab Complete" in footer() and "Retry" not in footer(), footer()
+        await pilot.press("escape")
+        await until(pilot, lambda: "r Retry" in footer(), "the main footer back")
