@@ -698,3 +698,24 @@ async def test_opening_a_file_of_unfinished_tasks_again_asks_first(
         await until(pilot, lambda: isinstance(app.screen, Confirm), "the question again")
         await pilot.press("y")
         await until(pilot, lambda: len(app._list.records) == 2, "the second copy, on yes")
+
+
+async def test_a_jumps_to_the_oldest_open_question(engine: Engine) -> None:
+    """The panel shows the newest first; `a` ("Jump to the oldest open question") went to it."""
+    first = shell_task("asked-first", 'tui ask "Which database?" --option SQLite --option PG')
+    then = shell_task("asked-then", 'tui ask "Which port?" --option 80 --option 8080')
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(QuestionPanel)
+        await engine.submit([first])
+        await until(pilot, lambda: panel.count == 1, "the first question")
+        await engine.submit([then])
+        await until(pilot, lambda: panel.count == 2, "the second question")
+        assert [c.question.task_id for c in panel.cards] == [then.id, first.id]  # newest first
+        await pilot.press("a")
+        await until(pilot, lambda: app.focused is not None, "a card focused")
+        assert app.focused is panel.cards[1], app.focused
+        await pilot.press("1", "enter")
+        await engine.wait_settled([first.id])
+        await until(pilot, lambda: panel.count == 1, "the first one answered")
+        assert panel.cards[0].question.task_id == then.id

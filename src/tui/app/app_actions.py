@@ -136,7 +136,7 @@ class AppActions(App[None]):
 
     def action_answer(self) -> None:
         self._tabs.active = "questions-tab"
-        self._panel.focus()
+        self._panel.focus_oldest()
 
     def action_open_file(self) -> None:
         self._ask_text(
