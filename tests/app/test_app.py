@@ -228,7 +228,7 @@ async def test_theme_switch_from_the_palette_is_remembered(engine: Engine, tmp_p
 async def test_help_lists_every_command(engine: Engine) -> None:
     from tui.app.actions import COMMANDS
 
-    async with make_app(engine).run_test(size=(120, 50)) as pilot:
+    async with make_app(engine).run_test(size=(120, 80)) as pilot:
         await pilot.press("question_mark")
         await pilot.pause()
         text = screen_text(pilot.app.screen)
