@@ -4,6 +4,8 @@ hidden keys showed: "^p paletten")."""
 
 from __future__ import annotations
 
+from textual.command import CommandPalette
+
 from tests.app.app_support import screen_text, until
 from tests.conftest import shell_task
 from tui.app.help_screen import HelpScreen
@@ -65,5 +67,22 @@ async def test_a_prompt_and_a_confirmation_show_their_own_keys(engine: Engine) -
         await until(pilot, lambda: isinstance(app.screen, TextPrompt), "the open prompt")
         await until(pilot, lambda: "esc Back" in footer(), "its footer")
         assert "tab Complete" in footer() and "Retry" not in footer(), footer()
+        await pilot.press("escape")
+        await until(pilot, lambda: "r Retry" in footer(), "the main footer back")
+
+
+async def test_no_main_screen_keys_under_the_command_palette(engine: Engine) -> None:
+    """Under the palette (typing goes into its search) the task list's keys were listed."""
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+
+    def footer() -> str:
+        return screen_text(app).splitlines()[-1]
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "r Retry" in footer(), "the footer")
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
+        await until(pilot, lambda: "Retry" not in footer(), "no task-list keys", rounds=50)
+        assert "Quit" not in footer() and "Help" not in footer(), footer()
         await pilot.press("escape")
         await until(pilot, lambda: "r Retry" in footer(), "the main footer back")

@@ -58,6 +58,17 @@ class MainScreen(Screen[None]):
         first = {k: b for k, b in bindings.items() if b.binding.action in ("help", "quit")}
         return {**first, **{k: b for k, b in bindings.items() if k not in first}}
 
+    # Under another screen (the palette, help, a prompt) these keys do nothing: the footer
+    # goes blank there (help and the prompts draw their own). Hidden, not undisplayed, so
+    # nothing underneath moves.
+    def on_screen_suspend(self) -> None:
+        for footer in self.query(Footer):
+            footer.styles.visibility = "hidden"
+
+    def on_screen_resume(self) -> None:
+        for footer in self.query(Footer):
+            footer.styles.visibility = "visible"
+
 
 RESULT_WIDTH = 40  # characters of a result shown under the output pane
 
