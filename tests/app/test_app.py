@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -719,3 +720,25 @@ async def test_a_jumps_to_the_oldest_open_question(engine: Engine) -> None:
         await engine.wait_settled([first.id])
         await until(pilot, lambda: panel.count == 1, "the first one answered")
         assert panel.cards[0].question.task_id == then.id
+
+
+async def test_m_on_a_shell_task_says_why_before_asking_for_text(engine: Engine) -> None:
+    """`m` opened the message prompt on a shell task; what was typed then came back refused."""
+    done = shell_task("finished", "true")
+    live = shell_task("ongoing", "echo started; sleep 300")
+    await engine.submit([done, live])
+    await engine.wait_settled([done.id])
+    app = TuiApp(engine, osc="off", remember_theme=False)  # toasts on: the warning is one
+
+    def toasts() -> list[str]:
+        return [n.message for n in app._notifications]
+
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(app._list.records) == 2, "the tasks")
+        for task, said in ((done, "sessions continue"), (live, "tasks take messages")):
+            app._list.select_id(task.id)
+            await pilot.press("m")
+            refused = partial(lambda s: any(s in t for t in toasts()), said)
+            await until(pilot, refused, "the refusal")
+            assert not isinstance(app.screen, TextPrompt)
+            assert f"{task.name} is a shell task: only claude" in toasts()[-1]
