@@ -742,3 +742,22 @@ async def test_m_on_a_shell_task_says_why_before_asking_for_text(engine: Engine)
             await until(pilot, refused, "the refusal")
             assert not isinstance(app.screen, TextPrompt)
             assert f"{task.name} is a shell task: only claude" in toasts()[-1]
+
+
+async def test_answering_the_last_question_gives_the_keys_back_to_the_list(
+    engine: Engine,
+) -> None:
+    """The empty panel kept the focus: j, G and the rest did nothing until h or Tab."""
+    other = shell_task("other", "true")
+    ask = shell_task("pick-db", 'tui ask "Which database?" --option SQLite --option PG')
+    await engine.submit([other, ask])
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(QuestionPanel)
+        await until(pilot, lambda: panel.count == 1, "the question")
+        app._list.select_id(other.id)
+        await pilot.press("a", "1", "enter")
+        await until(pilot, lambda: panel.count == 0, "the question answered")
+        await until(pilot, lambda: isinstance(app.focused, TaskList), "the list focused")
+        await pilot.press("j")
+        assert app._list.selected_id == ask.id

@@ -369,7 +369,12 @@ class TuiApp(AppActions):
             QuestionItem(q, records[q.task_id].name if q.task_id in records else q.task_id[:8])
             for q in await self.engine.questions()
         ]
+        focused = self.focused
+        in_panel = focused is not None and self._panel in (focused, *focused.ancestors)
+        had = self._panel.count
         self._panel.set_questions(items)
+        if in_panel and had and not items:  # the last one answered: no keys work here now
+            self._list.focus()
         try:
             tab = self._tabs.get_tab("questions-tab")
         except NoMatches:  # the app is closing: the batch timer outlived the tabs
