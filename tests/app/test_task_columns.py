@@ -78,3 +78,32 @@ async def test_names_are_whole_in_the_app_while_the_note_has_room(
         text = visible_text(table)
         for name in ("integration-suite ", "migrate-database ", "publish-artifacts "):
             assert name in text
+
+
+async def test_columns_refit_when_unfolding_brings_a_scrollbar(engine: Engine) -> None:
+    """Unfolding every parent at 80×24 made the list taller than the pane: the scrollbar that
+    came took two cells from a layout fitted without it, so notes were cut without "…" and
+    the list scrolled sideways."""
+    parents = [shell_task(f"group-{i}", "true") for i in range(3)]
+    children = [
+        shell_task(f"step-{i}-{j}", "true", parent_task_id=p.id)
+        for i, p in enumerate(parents)
+        for j in range(8)
+    ]
+    broken = shell_task("broken", "echo no; exit 3")
+    await engine.submit([broken, *parents, *children])  # the first row
+    await engine.wait_settled([t.id for t in [*parents, *children, broken]])
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(TaskList)
+        await until(pilot, lambda: len(table.records) == 28, "the tasks")
+        await pilot.press("minus")
+        await until(pilot, lambda: not table.show_vertical_scrollbar, "every parent folded")
+        await pilot.press("plus")
+        await until(pilot, lambda: table.show_vertical_scrollbar, "unfolded, taller than the pane")
+        await pilot.pause()
+        assert not table.show_horizontal_scrollbar
+        used = sum(w + 2 * PAD for w in table._layout.values())
+        assert used <= table.scrollable_content_region.width
+        (row,) = [line for line in visible_text(table).splitlines() if "broken" in line]
+        assert "exit code 3" in row or row.rstrip().endswith("…"), row

@@ -414,19 +414,22 @@ class TaskList(ScrollView, can_focus=True):
 
     def _sync_size(self) -> None:
         """Fit the columns to the pane (never wider: no sideways scrolling)."""
-        width = self.scrollable_content_region.width
         # Columns nobody has filled (no cost, no tags, no note yet) take no room.
         content = {
             c: w if c not in OPTIONAL_EMPTY or c in self._filled else 0
             for c, w in self._widths.items()
         }
-        layout = fit_columns(content, width, STATE_WIDTH) if width > 0 else {}
-        if layout != self._layout:
-            self._layout = layout
-            self._strips.clear()
-            self._painted.clear()
-            self.refresh()
-        set_virtual_size(self, Size(max(1, width), len(self._shown) + 1))
+        for _ in range(2):  # a scrollbar that comes or goes with the new height: fit again
+            width = self.scrollable_content_region.width
+            layout = fit_columns(content, width, STATE_WIDTH) if width > 0 else {}
+            if layout != self._layout:
+                self._layout = layout
+                self._strips.clear()
+                self._painted.clear()
+                self.refresh()
+            set_virtual_size(self, Size(max(1, width), len(self._shown) + 1))
+            if self.scrollable_content_region.width == width:
+                break
 
     def _header_strip(self) -> Strip:
         labels = tuple("" if c == "state" else c.upper() for c in COLUMNS)
