@@ -763,3 +763,26 @@ async def test_answering_the_last_question_gives_the_keys_back_to_the_list(
         await until(pilot, lambda: isinstance(app.focused, TaskList), "the list focused")
         await pilot.press("j")
         assert app._list.selected_id == ask.id
+
+
+async def test_the_status_line_says_a_question_waits_even_at_80_columns(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Counts of every state and of two projects pushed "? 1 waiting for you (a)" past the
+    right edge at 80 columns."""
+    ask = shell_task("pick-db", 'tui ask "Which database?" --option SQLite --option PG')
+    busy = shell_task("busy", "sleep 300")
+    queued = shell_task("queued", "true", depends_on=[busy.id])
+    broken = shell_task("broken", "exit 3")
+    fine = shell_task("fine", "true")
+    elsewhere = shell_task("elsewhere", "true")
+    (tmp_path / "another-project").mkdir()
+    elsewhere.agent.project_dir = str(tmp_path / "another-project")
+    await engine.submit([ask, busy, queued, broken, fine, elsewhere])
+    await engine.wait_settled([broken.id, fine.id, elsewhere.id])
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.query_one(QuestionPanel).count == 1, "the question")
+        await until(pilot, lambda: "failed" in screen_text(app).splitlines()[-2], "the counts")
+        status = screen_text(app).splitlines()[-2]
+        assert "? 1 waiting for you (a)" in status, status

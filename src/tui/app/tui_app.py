@@ -394,16 +394,16 @@ class TuiApp(AppActions):
         counts = {label: sum(by_state[s] for s in states) for label, states in groups}
         open_q = self._panel.count
         n_tasks = len(records)
-        parts = [f"{n_tasks} task{'s' * (n_tasks != 1)}"] + [
-            f"{n} {label}" for label, n in counts.items() if n
-        ]
-        if len(self._list.projects) > 1:  # several projects: how many tasks each
-            named = sorted(self._list.projects.items(), key=lambda kv: (-kv[1], kv[0]))
-            parts.append(" ".join(f"{p or '(none)'} {n}" for p, n in named[:4]))
+        parts = [f"{n_tasks} task{'s' * (n_tasks != 1)}"]
+        # What wants the person first: a narrow terminal cuts the line's end.
         if open_q:
             parts.append(f"? {open_q} waiting for you (a)")
         if self._status_note:
             parts.append(self._status_note)
+        parts += [f"{n} {label}" for label, n in counts.items() if n]
+        if len(self._list.projects) > 1:  # several projects: how many tasks each
+            named = sorted(self._list.projects.items(), key=lambda kv: (-kv[1], kv[0]))
+            parts.append(" ".join(f"{p or '(none)'} {n}" for p, n in named[:4]))
         text = "  ·  ".join(parts)
         if text != self._status_text:  # an unchanged line is not sent to the terminal again
             self._status_text = text
