@@ -23,6 +23,7 @@ async def test_the_palette_hint_ends_the_footer_when_keys_overflow(engine: Engin
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("1")  # the output: its keys (follow, wrap, matches…) overflow 80
         await until(pilot, lambda: isinstance(app.focused, LogView), "the output focused")
+        await pilot.press("slash", "h", "i", "enter")  # a search: n / N join the footer
         await until(pilot, lambda: "Prev match" in screen_text(app), "the output's keys")
         footer = screen_text(app).splitlines()[-1]
         assert footer.rstrip().endswith("▏^p palette"), repr(footer)
@@ -86,3 +87,25 @@ async def test_no_main_screen_keys_under_the_command_palette(engine: Engine) -> 
         assert "Quit" not in footer() and "Help" not in footer(), footer()
         await pilot.press("escape")
         await until(pilot, lambda: "r Retry" in footer(), "the main footer back")
+
+
+async def test_n_and_n_join_the_footer_with_a_search(engine: Engine) -> None:
+    """Next/Prev match took a fifth of an 80-column footer before there was anything to find
+    (and pushed Approve, Cancel and Retry off it)."""
+    t, u = shell_task("one", "echo hi"), shell_task("two", "echo ho")
+    await engine.submit([t, u])
+    await engine.wait_settled([t.id, u.id])
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+
+    def footer() -> str:
+        return screen_text(app).splitlines()[-1]
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("1")
+        await until(pilot, lambda: "w Wrap" in footer(), "the output's keys")
+        assert "match" not in footer() and "r Retry" in footer(), footer()
+        await pilot.press("slash", "h", "i", "enter")
+        await until(pilot, lambda: "n Next match" in footer(), "n / N once searched")
+        await pilot.press("h", "j", "1")  # another task's output: the search is gone
+        await until(pilot, lambda: app.query_one(LogView).task_id == u.id, "two's output")
+        await until(pilot, lambda: "match" not in footer(), "n / N gone again")
