@@ -542,11 +542,13 @@ async def test_status_counts_cancelled_apart_from_failed(engine: Engine) -> None
         assert "1 failed" in status and "1 cancelled" in status, status
 
 
-async def test_paused_output_says_so(engine: Engine) -> None:
-    t = shell_task("numbers", 'for i in $(seq 1 500); do echo "line $i"; done')
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+async def test_paused_output_says_so(engine: Engine, size: tuple[int, int]) -> None:
+    """At 80 columns too: after the task's name the hint was cut ("paused — G to fo…")."""
+    t = shell_task("numbers-of-the-batch", 'for i in $(seq 1 500); do echo "line $i"; done')
     await engine.submit([t])
     await engine.wait_settled([t.id])
-    async with make_app(engine).run_test(size=SIZE) as pilot:
+    async with make_app(engine).run_test(size=size) as pilot:
         log = pilot.app.query_one(LogView)
         await until(pilot, lambda: "line 500" in visible_text(log), "the end of the log")
         assert "paused" not in screen_text(pilot.app)

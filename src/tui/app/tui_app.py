@@ -474,8 +474,8 @@ class TuiApp(AppActions):
         # The pane's top border is drawn: the selected task, and whether output is paused.
         rec = self._list.records.get(self._selected or "")
         title = rec.name if rec else ""
-        if not self._output.follow:
-            title = f"{title} · {PAUSED_LABEL}" if title else PAUSED_LABEL
+        if not self._output.follow:  # first, so a narrow pane cuts the name, not the hint
+            title = f"{PAUSED_LABEL} · {title}" if title else PAUSED_LABEL
         # Last, with the task's result, so a glance at a finished task says what it produced
         # (`tui ls --json` has it whole); a narrow pane cuts it first.
         result = result_line(rec) if rec else ""
