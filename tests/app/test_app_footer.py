@@ -5,6 +5,7 @@ hidden keys showed: "^p paletten")."""
 from __future__ import annotations
 
 from textual.command import CommandPalette
+from textual.widgets import Input
 
 from tests.app.app_support import screen_text, until
 from tests.conftest import shell_task
@@ -12,6 +13,7 @@ from tui.app.help_screen import HelpScreen
 from tui.app.prompts import Confirm, TextPrompt
 from tui.app.tui_app import TuiApp
 from tui.app.widgets.log_view import LogView
+from tui.app.widgets.question_panel import QuestionPanel
 from tui.engine.scheduler import Engine
 
 
@@ -109,3 +111,22 @@ async def test_n_and_n_join_the_footer_with_a_search(engine: Engine) -> None:
         await pilot.press("h", "j", "1")  # another task's output: the search is gone
         await until(pilot, lambda: app.query_one(LogView).task_id == u.id, "two's output")
         await until(pilot, lambda: "match" not in footer(), "n / N gone again")
+
+
+async def test_typing_an_answer_lists_no_key_that_types_a_letter(engine: Engine) -> None:
+    """In a question's "Other" box `/` types a slash, yet the footer listed "/ Find"."""
+    t = shell_task("pick", 'tui ask "Which?" --option A --option B')
+    await engine.submit([t])
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+
+    def footer() -> str:
+        return screen_text(app).splitlines()[-1]
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.query_one(QuestionPanel).count == 1, "the question")
+        await pilot.press("a", "3")  # Other: a box to type into
+        await until(pilot, lambda: isinstance(app.focused, Input), "the answer box")
+        await pilot.pause()
+        assert "Find" not in footer(), footer()
+        await pilot.press("slash")
+        assert isinstance(app.focused, Input) and app.focused.value == "/"

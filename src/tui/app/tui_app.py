@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.keys import REPLACED_KEYS, key_to_character
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
@@ -55,6 +56,15 @@ class MainScreen(Screen[None]):
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
         bindings = super().active_bindings
+        focused = self.focused
+        if focused is not None:  # typing into an answer's Input: its keys are letters there
+            # Textual leaves the keys it renamed ("slash" for "/") listed: it finds no
+            # character for them, so it cannot tell that the Input takes them.
+            bindings = {
+                k: b
+                for k, b in bindings.items()
+                if not focused.check_consume_key(k, key_to_character(REPLACED_KEYS.get(k, k)))
+            }
         first = {k: b for k, b in bindings.items() if b.binding.action in ("help", "quit")}
         return {**first, **{k: b for k, b in bindings.items() if k not in first}}
 
