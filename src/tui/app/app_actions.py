@@ -503,7 +503,8 @@ class AppActions(App[None]):
         except EngineError as e:
             self.notify(str(e), severity="error", timeout=8)
             return
-        self.notify(f"submitted {len(tasks)} task(s) from {path}")
+        n = len(tasks)
+        self.notify(f"submitted {n} task{'s' * (n != 1)} from {path}")
         for note in ambiguous_names(records, tasks):
             self.notify(note, severity="warning", timeout=8)
         self._graph_dirty = True
