@@ -107,3 +107,15 @@ async def test_columns_refit_when_unfolding_brings_a_scrollbar(engine: Engine) -
         assert used <= table.scrollable_content_region.width
         (row,) = [line for line in visible_text(table).splitlines() if "broken" in line]
         assert "exit code 3" in row or row.rstrip().endswith("…"), row
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_empty_lists_hint_is_whole(engine: Engine, size: tuple[int, int]) -> None:
+    """At 80×24 a fresh database showed "no tasks yet — o opens a task file, T run…"."""
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+    async with app.run_test(size=size) as pilot:
+        table = app.query_one(TaskList)
+        await until(pilot, lambda: "no tasks yet" in visible_text(table), "the hint")
+        shown = " ".join(line.strip() for line in visible_text(table).splitlines()[1:])
+        assert table.empty_text() in shown, shown
+        assert "…" not in shown

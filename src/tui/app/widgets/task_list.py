@@ -11,6 +11,7 @@ bytes sent to a remote terminal low.
 
 from __future__ import annotations
 
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -361,10 +362,11 @@ class TaskList(ScrollView, can_focus=True):
         row = round(self.scroll_y) + y - 1
         if not 0 <= row < len(self._shown):
             self._painted.pop(y, None)
-            if y == 1 and not self._shown:
-                muted = self._style("pending")  # the muted colour
-                text = " " + fit_text(self.empty_text(), width - 1)
-                return Strip([Segment(text, muted)])
+            if not self._shown:  # the hint, wrapped: a narrow pane cut its keys off
+                hint = textwrap.wrap(self.empty_text(), max(1, width - 1))
+                if y - 1 < len(hint):
+                    text = " " + fit_text(hint[y - 1], width - 1)
+                    return Strip([Segment(text, self._style("pending"))])  # the muted colour
             return Strip.blank(width, base)
         key = self._row_key(row, time.time())
         self._painted[y] = key
