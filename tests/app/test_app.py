@@ -788,3 +788,19 @@ async def test_the_status_line_says_a_question_waits_even_at_80_columns(
         await until(pilot, lambda: "failed" in screen_text(app).splitlines()[-2], "the counts")
         status = screen_text(app).splitlines()[-2]
         assert "? 1 waiting for you (a)" in status, status
+
+
+async def test_a_without_questions_shows_so_and_leaves_the_keys_to_the_list(
+    engine: Engine,
+) -> None:
+    first, second = shell_task("first", "true"), shell_task("second", "true")
+    await engine.submit([first, second])
+    await engine.wait_settled([first.id, second.id])
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(app._list.records) == 2, "the tasks")
+        await pilot.press("a")
+        await until(pilot, lambda: "No open questions" in screen_text(app), "the empty panel")
+        assert isinstance(app.focused, TaskList)
+        await pilot.press("j")
+        assert app._list.selected_id == second.id

@@ -149,6 +149,8 @@ class AppActions(App[None]):
 
     def action_answer(self) -> None:
         self._tabs.active = "questions-tab"
+        # None open: the tab says so, and the keys stay where they were (an empty panel
+        # would take them and do nothing with j, G…).
         self._panel.focus_oldest()
 
     def action_open_file(self) -> None:

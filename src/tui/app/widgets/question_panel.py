@@ -172,13 +172,13 @@ class QuestionPanel(VerticalScroll):
             return self
         return super().focus(scroll_visible)
 
-    def focus_oldest(self) -> None:
-        """Focus the open card that has waited longest (the last shown; `a` jumps there)."""
+    def focus_oldest(self) -> bool:
+        """Focus the open card that has waited longest (the last shown; `a` jumps there).
+        False, focusing nothing, when there is none."""
         open_cards = [c for c in self._cards.values() if not c.sent]
         if open_cards:
             open_cards[-1].focus()
-        else:
-            super().focus()
+        return bool(open_cards)
 
     # -- internals -----------------------------------------------------------------------
 
