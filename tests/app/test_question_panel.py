@@ -468,3 +468,21 @@ async def test_a_burst_of_js_on_the_panel_itself_scrolls_a_line_per_key() -> Non
             app.post_message(events.Key("k", "k"))
         await until(pilot, lambda: panel.scroll_y <= 7, "five lines back", rounds=50)
         assert panel.scroll_y == 7
+
+
+async def test_the_hint_says_what_space_does() -> None:
+    """A question of one choice said "space toggle"; space picks there (it toggles only where
+    several choices are allowed)."""
+    app = PanelApp(
+        [
+            question("one", choice("Which?", ["a", "b"]), created=2.0),
+            question("many", choice("Which ones?", ["a", "b"], multi=True), created=1.0),
+        ]
+    )
+    async with app.run_test(size=(80, 40)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "space pick" in text and "space toggle" in text
+        one, many = app.panel.card("one"), app.panel.card("many")
+        assert isinstance(one, ChoiceCard) and isinstance(many, ChoiceCard)
+        assert "space pick" in one.hint_text() and "space toggle" in many.hint_text()
