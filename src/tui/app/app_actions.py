@@ -18,6 +18,7 @@ from textual.widget import Widget
 from textual.widgets import RichLog, TabbedContent
 
 from tui.app import actions
+from tui.app.agent_talk import cannot_talk
 from tui.app.engine_api import AppEngine
 from tui.app.help_screen import HelpScreen, pretty_key
 from tui.app.prompts import Confirm, TextPrompt
@@ -41,7 +42,6 @@ from tui.config.templates import (
 from tui.engine import api
 from tui.engine.copies import ambiguous_names, copies_text, unfinished_copies
 from tui.engine.scheduler import Engine, EngineError
-from tui.model.agent_kinds import KINDS
 from tui.model.issues import Issue, TaskFileError
 from tui.model.states import State
 from tui.model.task import Task, default_worktree
@@ -52,18 +52,6 @@ FOLD_ACTIONS = frozenset(
 )
 # States whose task has a process (or one waiting on a person) that `c` would kill.
 LIVE_STATES = frozenset({State.RUNNING, State.READY, State.BLOCKED})
-
-
-def cannot_talk(rec: TaskRecord, running: bool) -> str:
-    """Why `m` cannot message (running) or continue (ended) this task's agent; "" if it can."""
-    kind = KINDS.get(rec.task.agent.type)
-    if running and not (kind and kind.messages):
-        able = ", ".join(k.name for k in KINDS.values() if k.messages)
-        return f"{rec.name} is a {rec.task.agent.type} task: only {able} tasks take messages"
-    if not running and not (kind and kind.resumes):
-        able = ", ".join(k.name for k in KINDS.values() if k.resumes)
-        return f"{rec.name} is a {rec.task.agent.type} task: only {able} sessions continue"
-    return ""
 
 
 class AppActions(App[None]):

@@ -11,10 +11,9 @@ from typing import Any, cast
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import ActiveBinding, Binding
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.keys import REPLACED_KEYS, key_to_character
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
@@ -24,6 +23,7 @@ from tui.app.engine_api import AppEngine
 from tui.app.fold_memory import db_key, load_folds, save_folds
 from tui.app.help_screen import pretty_key
 from tui.app.keymap import keymap_from
+from tui.app.main_screen import MainScreen
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
 from tui.app.state_style import FAILED_GROUP, style_for
 from tui.app.themes import discover_themes, pick_theme
@@ -47,37 +47,6 @@ from tui.model.states import UNSUCCESSFUL, State
 from tui.store.records import OutputLine, TaskRecord
 
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
-
-
-class MainScreen(Screen[None]):
-    """The app's screen; its footer starts with `?` and `q`, so a narrow terminal never
-    cuts them off whatever pane adds its own keys."""
-
-    @property
-    def active_bindings(self) -> dict[str, ActiveBinding]:
-        bindings = super().active_bindings
-        focused = self.focused
-        if focused is not None:  # typing into an answer's Input: its keys are letters there
-            # Textual leaves the keys it renamed ("slash" for "/") listed: it finds no
-            # character for them, so it cannot tell that the Input takes them.
-            bindings = {
-                k: b
-                for k, b in bindings.items()
-                if not focused.check_consume_key(k, key_to_character(REPLACED_KEYS.get(k, k)))
-            }
-        first = {k: b for k, b in bindings.items() if b.binding.action in ("help", "quit")}
-        return {**first, **{k: b for k, b in bindings.items() if k not in first}}
-
-    # Under another screen (the palette, help, a prompt) these keys do nothing: the footer
-    # goes blank there (help and the prompts draw their own). Hidden, not undisplayed, so
-    # nothing underneath moves.
-    def on_screen_suspend(self) -> None:
-        for footer in self.query(Footer):
-            footer.styles.visibility = "hidden"
-
-    def on_screen_resume(self) -> None:
-        for footer in self.query(Footer):
-            footer.styles.visibility = "visible"
 
 
 RESULT_WIDTH = 40  # characters of a result shown under the output pane
