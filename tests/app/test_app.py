@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -228,7 +229,7 @@ async def test_theme_switch_from_the_palette_is_remembered(engine: Engine, tmp_p
 async def test_help_lists_every_command(engine: Engine) -> None:
     from tui.app.actions import COMMANDS
 
-    async with make_app(engine).run_test(size=(120, 50)) as pilot:
+    async with make_app(engine).run_test(size=(120, 80)) as pilot:
         await pilot.press("question_mark")
         await pilot.pause()
         text = screen_text(pilot.app.screen)
@@ -541,11 +542,13 @@ async def test_status_counts_cancelled_apart_from_failed(engine: Engine) -> None
         assert "1 failed" in status and "1 cancelled" in status, status
 
 
-async def test_paused_output_says_so(engine: Engine) -> None:
-    t = shell_task("numbers", 'for i in $(seq 1 500); do echo "line $i"; done')
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+async def test_paused_output_says_so(engine: Engine, size: tuple[int, int]) -> None:
+    """At 80 columns too: after the task's name the hint was cut ("paused — G to fo…")."""
+    t = shell_task("numbers-of-the-batch", 'for i in $(seq 1 500); do echo "line $i"; done')
     await engine.submit([t])
     await engine.wait_settled([t.id])
-    async with make_app(engine).run_test(size=SIZE) as pilot:
+    async with make_app(engine).run_test(size=size) as pilot:
         log = pilot.app.query_one(LogView)
         await until(pilot, lambda: "line 500" in visible_text(log), "the end of the log")
         assert "paused" not in screen_text(pilot.app)
@@ -599,8 +602,10 @@ async def test_the_task_list_fits_without_sideways_scrolling(
             assert header <= HEADERS, header  # no header cut to a stray letter
             if size[0] >= 120:
                 assert {"NOTE", "TRY", "COST"} <= header
-                assert "waiting for approval — p" in lines[1]
-                assert f"waiting on {first.name}" in lines[2]
+                # The name column at its cap first; the note takes what is left, cut with "…".
+                assert long[:27] + "…" in lines[2]
+                assert "waiting for appr" in lines[1] and lines[1].rstrip().endswith("…")
+                assert "waiting on " in lines[2]
             assert long not in lines[2] and "…" in lines[2]  # cut, not widening the column
             name_start = lines[0].index("NAME")
             assert lines[1][name_start:].startswith("gated ")
@@ -698,3 +703,104 @@ async def test_opening_a_file_of_unfinished_tasks_again_asks_first(
         await until(pilot, lambda: isinstance(app.screen, Confirm), "the question again")
         await pilot.press("y")
         await until(pilot, lambda: len(app._list.records) == 2, "the second copy, on yes")
+
+
+async def test_a_jumps_to_the_oldest_open_question(engine: Engine) -> None:
+    """The panel shows the newest first; `a` ("Jump to the oldest open question") went to it."""
+    first = shell_task("asked-first", 'tui ask "Which database?" --option SQLite --option PG')
+    then = shell_task("asked-then", 'tui ask "Which port?" --option 80 --option 8080')
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(QuestionPanel)
+        await engine.submit([first])
+        await until(pilot, lambda: panel.count == 1, "the first question")
+        await engine.submit([then])
+        await until(pilot, lambda: panel.count == 2, "the second question")
+        assert [c.question.task_id for c in panel.cards] == [then.id, first.id]  # newest first
+        await pilot.press("a")
+        await until(pilot, lambda: app.focused is not None, "a card focused")
+        assert app.focused is panel.cards[1], app.focused
+        await pilot.press("1", "enter")
+        await engine.wait_settled([first.id])
+        await until(pilot, lambda: panel.count == 1, "the first one answered")
+        assert panel.cards[0].question.task_id == then.id
+
+
+async def test_m_on_a_shell_task_says_why_before_asking_for_text(engine: Engine) -> None:
+    """`m` opened the message prompt on a shell task; what was typed then came back refused."""
+    done = shell_task("finished", "true")
+    live = shell_task("ongoing", "echo started; sleep 300")
+    await engine.submit([done, live])
+    await engine.wait_settled([done.id])
+    app = TuiApp(engine, osc="off", remember_theme=False)  # toasts on: the warning is one
+
+    def toasts() -> list[str]:
+        return [n.message for n in app._notifications]
+
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(app._list.records) == 2, "the tasks")
+        for task, said in ((done, "sessions continue"), (live, "tasks take messages")):
+            app._list.select_id(task.id)
+            await pilot.press("m")
+            refused = partial(lambda s: any(s in t for t in toasts()), said)
+            await until(pilot, refused, "the refusal")
+            assert not isinstance(app.screen, TextPrompt)
+            assert f"{task.name} is a shell task: only claude" in toasts()[-1]
+
+
+async def test_answering_the_last_question_gives_the_keys_back_to_the_list(
+    engine: Engine,
+) -> None:
+    """The empty panel kept the focus: j, G and the rest did nothing until h or Tab."""
+    other = shell_task("other", "true")
+    ask = shell_task("pick-db", 'tui ask "Which database?" --option SQLite --option PG')
+    await engine.submit([other, ask])
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(QuestionPanel)
+        await until(pilot, lambda: panel.count == 1, "the question")
+        app._list.select_id(other.id)
+        await pilot.press("a", "1", "enter")
+        await until(pilot, lambda: panel.count == 0, "the question answered")
+        await until(pilot, lambda: isinstance(app.focused, TaskList), "the list focused")
+        await pilot.press("j")
+        assert app._list.selected_id == ask.id
+
+
+async def test_the_status_line_says_a_question_waits_even_at_80_columns(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Counts of every state and of two projects pushed "? 1 waiting for you (a)" past the
+    right edge at 80 columns."""
+    ask = shell_task("pick-db", 'tui ask "Which database?" --option SQLite --option PG')
+    busy = shell_task("busy", "sleep 300")
+    queued = shell_task("queued", "true", depends_on=[busy.id])
+    broken = shell_task("broken", "exit 3")
+    fine = shell_task("fine", "true")
+    elsewhere = shell_task("elsewhere", "true")
+    (tmp_path / "another-project").mkdir()
+    elsewhere.agent.project_dir = str(tmp_path / "another-project")
+    await engine.submit([ask, busy, queued, broken, fine, elsewhere])
+    await engine.wait_settled([broken.id, fine.id, elsewhere.id])
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.query_one(QuestionPanel).count == 1, "the question")
+        await until(pilot, lambda: "failed" in screen_text(app).splitlines()[-2], "the counts")
+        status = screen_text(app).splitlines()[-2]
+        assert "? 1 waiting for you (a)" in status, status
+
+
+async def test_a_without_questions_shows_so_and_leaves_the_keys_to_the_list(
+    engine: Engine,
+) -> None:
+    first, second = shell_task("first", "true"), shell_task("second", "true")
+    await engine.submit([first, second])
+    await engine.wait_settled([first.id, second.id])
+    app = make_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(app._list.records) == 2, "the tasks")
+        await pilot.press("a")
+        await until(pilot, lambda: "No open questions" in screen_text(app), "the empty panel")
+        assert isinstance(app.focused, TaskList)
+        await pilot.press("j")
+        assert app._list.selected_id == second.id

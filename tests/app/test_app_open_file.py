@@ -69,3 +69,24 @@ async def test_enter_on_an_empty_open_prompt_says_nothing_was_opened(
             "a word that nothing was opened",
         )
         assert not app._list.records
+
+
+async def test_opening_a_file_says_how_many_tasks_it_submitted(
+    engine: Engine, project: Path
+) -> None:
+    """ "submitted 1 task(s) from t.yaml": the count's own word, as the status line says it."""
+    (project / "two.yaml").write_text(
+        "tasks:\n"
+        "  - name: b\n    agent: {type: shell, instructions: 'true'}\n"
+        "  - name: c\n    agent: {type: shell, instructions: 'true'}\n"
+    )
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+
+    def said() -> list[str]:
+        return [str(n.message) for n in app._notifications]
+
+    async with app.run_test(size=SIZE) as pilot:
+        await open_with_o(app, pilot, "t.yaml")
+        await until(pilot, lambda: "submitted 1 task from t.yaml" in said(), "one task")
+        await open_with_o(app, pilot, "two.yaml")
+        await until(pilot, lambda: "submitted 2 tasks from two.yaml" in said(), "two tasks")

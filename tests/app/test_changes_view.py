@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual import events
+from textual.widgets import RichLog
 
 from tests.app.app_support import screen_text, until
 from tests.conftest import owned_engine, shell_task
@@ -103,3 +105,31 @@ async def test_a_running_task_shows_the_files_it_has_not_added(
             release.touch()
         await engine.wait_settled([busy.id])
     assert show(repo, wt.branch, "fresh.txt") == "brand-new\n"
+
+
+async def test_a_long_diff_opens_at_its_top_and_scrolls_a_line_per_j(
+    store: Store, tmp_path: Path
+) -> None:
+    """A diff longer than the pane opened at its end (the log followed its own writes); twelve
+    j in one read from the terminal (a held key) scroll it twelve lines."""
+    repo = make_repo(tmp_path / "repo")
+    long = shell_task("long", "seq 1 300 > numbers.txt", worktree=True)
+    long.agent.project_dir = str(repo)
+    async with owned_engine(store, kill_grace=1.0) as engine:
+        await engine.submit([long])
+        await engine.wait_settled([long.id])
+        app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("4")
+            diff = app.query_one("#changes-diff", RichLog)
+            await until(pilot, lambda: diff.max_scroll_y > 100, "the diff")
+            assert app.focused is not None and diff in (app.focused, *app.focused.ancestors)
+            assert diff.scroll_y == 0, "the diff opens at its top"
+            for _ in range(12):
+                app.post_message(events.Key("j", "j"))
+            await until(pilot, lambda: diff.scroll_y >= 12, "twelve lines scrolled", rounds=50)
+            assert diff.scroll_y == 12
+            for _ in range(5):
+                app.post_message(events.Key("k", "k"))
+            await until(pilot, lambda: diff.scroll_y <= 7, "five lines back", rounds=50)
+            assert diff.scroll_y == 7

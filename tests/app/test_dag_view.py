@@ -222,3 +222,34 @@ async def test_large_graph_scrolls_to_keep_selection_visible() -> None:
         await pilot.pause()
         assert view.selected == last
         assert in_view(last)
+
+
+async def test_the_selected_box_stays_in_view_when_the_graph_is_laid_out_again() -> None:
+    """Folding the selected parent (space) widens its box ("per-file (2 children)"): the new
+    layout was shown at the old scroll offset, the selected box cut at the pane's edge."""
+    nodes = big_graph(layers=3)
+    app = DagApp(nodes)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(DagView)
+        pane = view.scrollable_content_region
+
+        def in_view(task_id: str) -> bool:
+            box = view.box_region(task_id)
+            assert box is not None
+            shown = Region(view.scroll_offset.x, view.scroll_offset.y, pane.width, pane.height)
+            return shown.contains_region(box)
+
+        view.select("n1-9")
+        await pilot.pause()
+        assert in_view("n1-9") and view.scroll_offset.x > 0
+        wider = [
+            DagNode(n.id, "node 1.9 (12 children: 3 done)", n.state, n.depends_on, group=True)
+            if n.id == "n1-9"
+            else n
+            for n in nodes
+        ]
+        before = view.layout_count
+        view.set_graph(wider)
+        await pilot.pause()
+        assert view.layout_count == before + 1
+        assert in_view("n1-9")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input
 
+from tests.app.app_support import until
 from tui.app.widgets.question_cards import ApprovalCard, ChoiceCard, QuestionCard, ReviewCard
 from tui.app.widgets.question_panel import QuestionItem, QuestionPanel
 from tui.app.widgets.question_text import SubQuestion, truncate_lines
@@ -442,3 +444,45 @@ def test_truncate_lines() -> None:
     assert shown.splitlines()[-1] == "14"
     assert more == 5
     assert truncate_lines("a\nb", 15) == ("a\nb", 0)
+
+
+async def test_a_burst_of_js_on_the_panel_itself_scrolls_a_line_per_key() -> None:
+    """The last card answered leaves the focus on the panel; questions that arrive then are
+    scrolled with j/k. Twelve keys in one read from the terminal scroll twelve lines (the
+    scroll was deferred to the next refresh, so a burst moved one)."""
+    app = PanelApp([approval("a0")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        panel = app.panel
+        panel.set_questions([])  # answered: the focus falls back to the panel
+        await pilot.pause()
+        assert app.focused is panel
+        panel.set_questions([approval(f"a{i}", created=float(i)) for i in range(1, 15)])
+        await until(pilot, lambda: panel.max_scroll_y > 20, "the cards laid out")
+        assert app.focused is panel and panel.scroll_y == 0
+        for _ in range(12):  # in one read from the terminal: no refresh between them
+            app.post_message(events.Key("j", "j"))
+        await until(pilot, lambda: panel.scroll_y >= 12, "twelve lines scrolled", rounds=50)
+        assert panel.scroll_y == 12
+        for _ in range(5):
+            app.post_message(events.Key("k", "k"))
+        await until(pilot, lambda: panel.scroll_y <= 7, "five lines back", rounds=50)
+        assert panel.scroll_y == 7
+
+
+async def test_the_hint_says_what_space_does() -> None:
+    """A question of one choice said "space toggle"; space picks there (it toggles only where
+    several choices are allowed)."""
+    app = PanelApp(
+        [
+            question("one", choice("Which?", ["a", "b"]), created=2.0),
+            question("many", choice("Which ones?", ["a", "b"], multi=True), created=1.0),
+        ]
+    )
+    async with app.run_test(size=(80, 40)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "space pick" in text and "space toggle" in text
+        one, many = app.panel.card("one"), app.panel.card("many")
+        assert isinstance(one, ChoiceCard) and isinstance(many, ChoiceCard)
+        assert "space pick" in one.hint_text() and "space toggle" in many.hint_text()

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
+from tests.app.app_support import until, visible_text
+from tests.conftest import shell_task
+from tui.app.tui_app import TuiApp
 from tui.app.widgets.task_columns import COLUMNS, PAD, fit_columns, fit_text
+from tui.app.widgets.task_list import TaskList
+from tui.engine.scheduler import Engine
 
 CONTENT = {
     "state": 13,
@@ -44,3 +51,71 @@ def test_cells_are_cut_with_an_ellipsis() -> None:
     assert fit_text("abcdef", 4) == "abc…"
     assert fit_text("ab", 4) == "ab  "
     assert fit_text("日本語テキスト", 5) == "日本…"
+
+
+def test_the_name_gets_its_width_before_the_note_grows() -> None:
+    """An 18-cell name (`  compact:per-file` under its parent) is whole in the list at 120×40
+    (64 cells) and at 80×24 (40 beside the scrollbar); the note takes what is left."""
+    content = {**CONTENT, "name": 18, "time": 4, "agent": 0, "prio": 0, "tags": 0, "cost": 0}
+    for width in (64, 40):
+        layout = fit_columns(content, width, 13)
+        assert layout["name"] == 18 and "note" in layout and "time" in layout
+        assert sum(w + 2 * PAD for w in layout.values()) == width  # the note took the rest
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_names_are_whole_in_the_app_while_the_note_has_room(
+    engine: Engine, size: tuple[int, int]
+) -> None:
+    first = shell_task("integration-suite", "sleep 300")
+    second = shell_task("migrate-database", "sleep 300")
+    then = shell_task("publish-artifacts", "true", depends_on=[first.id, second.id])
+    await engine.submit([first, second, then])
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+    async with app.run_test(size=size) as pilot:
+        table = app.query_one(TaskList)
+        await until(pilot, lambda: "waiting" in visible_text(table), "the note")
+        text = visible_text(table)
+        for name in ("integration-suite ", "migrate-database ", "publish-artifacts "):
+            assert name in text
+
+
+async def test_columns_refit_when_unfolding_brings_a_scrollbar(engine: Engine) -> None:
+    """Unfolding every parent at 80×24 made the list taller than the pane: the scrollbar that
+    came took two cells from a layout fitted without it, so notes were cut without "…" and
+    the list scrolled sideways."""
+    parents = [shell_task(f"group-{i}", "true") for i in range(3)]
+    children = [
+        shell_task(f"step-{i}-{j}", "true", parent_task_id=p.id)
+        for i, p in enumerate(parents)
+        for j in range(8)
+    ]
+    broken = shell_task("broken", "echo no; exit 3")
+    await engine.submit([broken, *parents, *children])  # the first row
+    await engine.wait_settled([t.id for t in [*parents, *children, broken]])
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(TaskList)
+        await until(pilot, lambda: len(table.records) == 28, "the tasks")
+        await pilot.press("minus")
+        await until(pilot, lambda: not table.show_vertical_scrollbar, "every parent folded")
+        await pilot.press("plus")
+        await until(pilot, lambda: table.show_vertical_scrollbar, "unfolded, taller than the pane")
+        await pilot.pause()
+        assert not table.show_horizontal_scrollbar
+        used = sum(w + 2 * PAD for w in table._layout.values())
+        assert used <= table.scrollable_content_region.width
+        (row,) = [line for line in visible_text(table).splitlines() if "broken" in line]
+        assert "exit code 3" in row or row.rstrip().endswith("…"), row
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_empty_lists_hint_is_whole(engine: Engine, size: tuple[int, int]) -> None:
+    """At 80×24 a fresh database showed "no tasks yet — o opens a task file, T run…"."""
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+    async with app.run_test(size=size) as pilot:
+        table = app.query_one(TaskList)
+        await until(pilot, lambda: "no tasks yet" in visible_text(table), "the hint")
+        shown = " ".join(line.strip() for line in visible_text(table).splitlines()[1:])
+        assert table.empty_text() in shown, shown
+        assert "…" not in shown

@@ -18,6 +18,7 @@ from textual.widget import Widget
 from textual.widgets import RichLog, TabbedContent
 
 from tui.app import actions
+from tui.app.agent_talk import cannot_talk
 from tui.app.engine_api import AppEngine
 from tui.app.help_screen import HelpScreen, pretty_key
 from tui.app.prompts import Confirm, TextPrompt
@@ -136,7 +137,9 @@ class AppActions(App[None]):
 
     def action_answer(self) -> None:
         self._tabs.active = "questions-tab"
-        self._panel.focus()
+        # None open: the tab says so, and the keys stay where they were (an empty panel
+        # would take them and do nothing with j, G…).
+        self._panel.focus_oldest()
 
     def action_open_file(self) -> None:
         self._ask_text(
@@ -346,6 +349,10 @@ class AppActions(App[None]):
             return
         running = rec.state in (State.RUNNING, State.READY)
         verb = "Message" if running else "Continue"
+        # Said before the message is asked for, not after it was typed in vain.
+        if refusal := cannot_talk(rec, running):
+            self.notify(refusal, severity="warning", timeout=6)
+            return
 
         async def send(text: str) -> None:
             if not text:
@@ -486,7 +493,8 @@ class AppActions(App[None]):
         except EngineError as e:
             self.notify(str(e), severity="error", timeout=8)
             return
-        self.notify(f"submitted {len(tasks)} task(s) from {path}")
+        n = len(tasks)
+        self.notify(f"submitted {n} task{'s' * (n != 1)} from {path}")
         for note in ambiguous_names(records, tasks):
             self.notify(note, severity="warning", timeout=8)
         self._graph_dirty = True

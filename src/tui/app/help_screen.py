@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 # Keys that belong to panes rather than to the app (documented here so `?` lists them too).
 PANE_KEYS: tuple[tuple[str, str, str], ...] = (
@@ -68,9 +68,10 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen #help-body { height: 1fr; padding: 0 1; }
     HelpScreen .help-row { height: auto; }
     """
+    # Its own footer: the main screen's would list keys that do nothing here.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "dismiss", "Close", show=True),
-        Binding("j,down", "scroll(1)", "Down", show=False),
+        Binding("j,down", "scroll(1)", "Scroll", key_display="j/k", show=True),
         Binding("k,up", "scroll(-1)", "Up", show=False),
         Binding("pagedown,space", "page(1)", show=False),
         Binding("pageup,b", "page(-1)", show=False),
@@ -95,6 +96,7 @@ class HelpScreen(ModalScreen[None]):
                     yield Static(row, classes="help-row")
                 for key, title, text in PANE_KEYS:
                     yield Static(help_row(key, title, text), classes="help-row")
+        yield Footer(compact=True)
 
     @property
     def body(self) -> VerticalScroll:

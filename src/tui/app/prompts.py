@@ -1,6 +1,7 @@
 """Small modal screens that own the keyboard until they close: a one-line text prompt (with
 path completion for files) and a y/N confirmation. Each returns its answer to a callback
-through ``dismiss``, so no key typed into them reaches the task list underneath."""
+through ``dismiss``, so no key typed into them reaches the task list underneath. Each has its
+own footer: the main screen's would list keys that do nothing while they are open."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Static
+from textual.widgets import Footer, Input, Static
 
 
 def complete_path(text: str) -> tuple[str, list[str]]:
@@ -42,7 +43,7 @@ def complete_path(text: str) -> tuple[str, list[str]]:
 class PathInput(Input):
     """An input whose Tab completes file paths instead of moving the focus."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("tab", "complete", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("tab", "complete", "Complete")]
 
     def action_complete(self) -> None:
         value, names = complete_path(self.value)
@@ -79,6 +80,7 @@ class TextPrompt(ModalScreen[str | None]):
             kind = PathInput if self._paths else Input
             yield kind(placeholder=self._placeholder, id="prompt")
             yield Static("", id="prompt-hint", markup=False)
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#prompt", Input).focus()
@@ -120,6 +122,7 @@ class Confirm(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         yield Static(f"{self._question} [y/N]", markup=False)
+        yield Footer(compact=True)
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import ActiveBinding, Binding
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
@@ -23,6 +23,7 @@ from tui.app.engine_api import AppEngine
 from tui.app.fold_memory import db_key, load_folds, save_folds
 from tui.app.help_screen import pretty_key
 from tui.app.keymap import keymap_from
+from tui.app.main_screen import MainScreen
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
 from tui.app.state_style import FAILED_GROUP, style_for
 from tui.app.themes import discover_themes, pick_theme
@@ -46,17 +47,6 @@ from tui.model.states import UNSUCCESSFUL, State
 from tui.store.records import OutputLine, TaskRecord
 
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
-
-
-class MainScreen(Screen[None]):
-    """The app's screen; its footer starts with `?` and `q`, so a narrow terminal never
-    cuts them off whatever pane adds its own keys."""
-
-    @property
-    def active_bindings(self) -> dict[str, ActiveBinding]:
-        bindings = super().active_bindings
-        first = {k: b for k, b in bindings.items() if b.binding.action in ("help", "quit")}
-        return {**first, **{k: b for k, b in bindings.items() if k not in first}}
 
 
 RESULT_WIDTH = 40  # characters of a result shown under the output pane
@@ -358,7 +348,12 @@ class TuiApp(AppActions):
             QuestionItem(q, records[q.task_id].name if q.task_id in records else q.task_id[:8])
             for q in await self.engine.questions()
         ]
+        focused = self.focused
+        in_panel = focused is not None and self._panel in (focused, *focused.ancestors)
+        had = self._panel.count
         self._panel.set_questions(items)
+        if in_panel and had and not items:  # the last one answered: no keys work here now
+            self._list.focus()
         try:
             tab = self._tabs.get_tab("questions-tab")
         except NoMatches:  # the app is closing: the batch timer outlived the tabs
@@ -378,16 +373,16 @@ class TuiApp(AppActions):
         counts = {label: sum(by_state[s] for s in states) for label, states in groups}
         open_q = self._panel.count
         n_tasks = len(records)
-        parts = [f"{n_tasks} task{'s' * (n_tasks != 1)}"] + [
-            f"{n} {label}" for label, n in counts.items() if n
-        ]
-        if len(self._list.projects) > 1:  # several projects: how many tasks each
-            named = sorted(self._list.projects.items(), key=lambda kv: (-kv[1], kv[0]))
-            parts.append(" ".join(f"{p or '(none)'} {n}" for p, n in named[:4]))
+        parts = [f"{n_tasks} task{'s' * (n_tasks != 1)}"]
+        # What wants the person first: a narrow terminal cuts the line's end.
         if open_q:
             parts.append(f"? {open_q} waiting for you (a)")
         if self._status_note:
             parts.append(self._status_note)
+        parts += [f"{n} {label}" for label, n in counts.items() if n]
+        if len(self._list.projects) > 1:  # several projects: how many tasks each
+            named = sorted(self._list.projects.items(), key=lambda kv: (-kv[1], kv[0]))
+            parts.append(" ".join(f"{p or '(none)'} {n}" for p, n in named[:4]))
         text = "  ·  ".join(parts)
         if text != self._status_text:  # an unchanged line is not sent to the terminal again
             self._status_text = text
@@ -458,8 +453,8 @@ class TuiApp(AppActions):
         # The pane's top border is drawn: the selected task, and whether output is paused.
         rec = self._list.records.get(self._selected or "")
         title = rec.name if rec else ""
-        if not self._output.follow:
-            title = f"{title} · {PAUSED_LABEL}" if title else PAUSED_LABEL
+        if not self._output.follow:  # first, so a narrow pane cuts the name, not the hint
+            title = f"{PAUSED_LABEL} · {title}" if title else PAUSED_LABEL
         # Last, with the task's result, so a glance at a finished task says what it produced
         # (`tui ls --json` has it whole); a narrow pane cuts it first.
         result = result_line(rec) if rec else ""

@@ -91,7 +91,10 @@ class ChangesView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="changes-summary")
-        yield RichLog(id="changes-diff", wrap=False, highlight=False, markup=False)
+        # No auto_scroll: a diff opens at its top (the lines are laid out after `show` returns)
+        yield RichLog(
+            id="changes-diff", wrap=False, highlight=False, markup=False, auto_scroll=False
+        )
 
     def action_scroll(self, where: str) -> None:
         log = self.query_one(RichLog)

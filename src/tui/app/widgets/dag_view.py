@@ -131,6 +131,8 @@ class DagView(ScrollView, can_focus=True):
                 for k in range(BOX_HEIGHT)
             }
             self.virtual_size = Size(self._layout.width, self._layout.height)
+            if self.selected in self._graph_nodes:  # boxes moved: keep the selected one shown
+                self.call_after_refresh(self._scroll_to_selected)
         if self.selected is not None and self.selected not in self._graph_nodes:
             self.selected = None
         self._invalidate()

@@ -112,7 +112,10 @@ class LogView(LogPages, can_focus=True):
         self._failed.clear()
         self._strips.clear()
         self._incoming = [ln for ln in self._incoming if ln.task_id == task_id]
+        searched = bool(self._term)
         self._term, self._regex, self._match, self.search_status = "", None, None, ""
+        if searched:  # n / N leave the footer
+            self.refresh_bindings()
         self.workers.cancel_group(self, "log-search")
         self._version += 1
         self.follow = True
@@ -152,6 +155,7 @@ class LogView(LogPages, can_focus=True):
         Runs in a worker (returned) reading the source in chunks; the UI stays live."""
         self.workers.cancel_group(self, "log-search")
         self._term = term
+        self.refresh_bindings()  # n / N join the footer (or leave it)
         self._regex = re.compile(re.escape(term), re.IGNORECASE) if term else None
         self._match = None
         self.search_status = ""
@@ -164,6 +168,10 @@ class LogView(LogPages, can_focus=True):
 
     def search_next(self) -> Worker[None] | None:
         return self._search_step(forward=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # n / N only once there is a search: until then they would take footer room for nothing.
+        return bool(self._term) if action in ("search_next", "search_prev") else True
 
     def search_prev(self) -> Worker[None] | None:
         return self._search_step(forward=False)

@@ -236,7 +236,8 @@ class ChoiceCard(QuestionCard):
 
     def hint_text(self) -> str:
         move = "←/→ question · " if len(self.subs) > 1 else ""
-        return f"↑/↓ move · 1-9 pick · space toggle · {move}enter send"
+        space = "toggle" if any(sub.multi for sub in self.subs) else "pick"  # one choice: picks
+        return f"↑/↓ move · 1-9 pick · space {space} · {move}enter send"
 
     def _render_sub(self, index: int) -> Text:
         return self.subs[index].render(

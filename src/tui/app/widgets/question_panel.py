@@ -172,6 +172,14 @@ class QuestionPanel(VerticalScroll):
             return self
         return super().focus(scroll_visible)
 
+    def focus_oldest(self) -> bool:
+        """Focus the open card that has waited longest (the last shown; `a` jumps there).
+        False, focusing nothing, when there is none."""
+        open_cards = [c for c in self._cards.values() if not c.sent]
+        if open_cards:
+            open_cards[-1].focus()
+        return bool(open_cards)
+
     # -- internals -----------------------------------------------------------------------
 
     def _position(self, widget: Widget) -> int:
@@ -233,7 +241,9 @@ class QuestionPanel(VerticalScroll):
     def action_move(self, step: int) -> None:
         card = self._focused_card()
         if card is None:
-            self.scroll_relative(y=step, animate=False)  # nothing focused inside: scroll
+            # Nothing focused inside: scroll, at once, so each key of a burst (a held j)
+            # moves from where the last one left the view.
+            self.scroll_relative(y=step, animate=False, immediate=True)
             return
         target = self._neighbour(card, step)
         if target is not None:

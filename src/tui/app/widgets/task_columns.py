@@ -3,7 +3,8 @@
 The list never scrolls sideways: columns are dropped by priority as the pane narrows (tags
 first, then priority, agent, the state's label, cost, attempt, time, and the note last before
 the name), names are capped so one long name does not widen every row, and a cell that is
-still too long is cut with "…" rather than to a stray letter.
+still too long is cut with "…" rather than to a stray letter. Spare room goes to the name
+(up to its cap) before the note grows past its minimum.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ COLUMNS = (
 )
 PAD = 1  # blank cells either side of every column
 NAME_CAP = 28  # widest a name column grows; longer names are cut with "…"
-NAME_FIRST = 16  # the name's share before optional columns are considered
-NOTE_MIN = 10
+NAME_FIRST = 20  # the name's share before optional columns are considered (most names whole)
+NOTE_MIN = 8  # "waiting…": enough to tell notes apart; the name comes first
 SYMBOL_WIDTH = 2  # a state's symbol alone (⌛ takes two cells)
 NOTE_FIRST = 40  # the note's share before the extras (state label, agent, prio, tags)
 CAPS = {
@@ -74,9 +75,9 @@ def fit_columns(content: dict[str, int], width: int, state_width: int) -> dict[s
     def grow(col: str, upto: int) -> None:
         chosen[col] += max(0, min(width - used(chosen), upto - chosen[col]))
 
+    grow("name", name_want)  # a whole name before a longer note: the name is what one scans
     if "note" in chosen:
         grow("note", min(note_want, NOTE_FIRST))
-    grow("name", name_want)
     if fits(state_width - SYMBOL_WIDTH):
         chosen["state"] = state_width
     for col in EXTRAS:

@@ -11,6 +11,7 @@ bytes sent to a remote terminal low.
 
 from __future__ import annotations
 
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -361,10 +362,11 @@ class TaskList(ScrollView, can_focus=True):
         row = round(self.scroll_y) + y - 1
         if not 0 <= row < len(self._shown):
             self._painted.pop(y, None)
-            if y == 1 and not self._shown:
-                muted = self._style("pending")  # the muted colour
-                text = " " + fit_text(self.empty_text(), width - 1)
-                return Strip([Segment(text, muted)])
+            if not self._shown:  # the hint, wrapped: a narrow pane cut its keys off
+                hint = textwrap.wrap(self.empty_text(), max(1, width - 1))
+                if y - 1 < len(hint):
+                    text = " " + fit_text(hint[y - 1], width - 1)
+                    return Strip([Segment(text, self._style("pending"))])  # the muted colour
             return Strip.blank(width, base)
         key = self._row_key(row, time.time())
         self._painted[y] = key
@@ -414,19 +416,22 @@ class TaskList(ScrollView, can_focus=True):
 
     def _sync_size(self) -> None:
         """Fit the columns to the pane (never wider: no sideways scrolling)."""
-        width = self.scrollable_content_region.width
         # Columns nobody has filled (no cost, no tags, no note yet) take no room.
         content = {
             c: w if c not in OPTIONAL_EMPTY or c in self._filled else 0
             for c, w in self._widths.items()
         }
-        layout = fit_columns(content, width, STATE_WIDTH) if width > 0 else {}
-        if layout != self._layout:
-            self._layout = layout
-            self._strips.clear()
-            self._painted.clear()
-            self.refresh()
-        set_virtual_size(self, Size(max(1, width), len(self._shown) + 1))
+        for _ in range(2):  # a scrollbar that comes or goes with the new height: fit again
+            width = self.scrollable_content_region.width
+            layout = fit_columns(content, width, STATE_WIDTH) if width > 0 else {}
+            if layout != self._layout:
+                self._layout = layout
+                self._strips.clear()
+                self._painted.clear()
+                self.refresh()
+            set_virtual_size(self, Size(max(1, width), len(self._shown) + 1))
+            if self.scrollable_content_region.width == width:
+                break
 
     def _header_strip(self) -> Strip:
         labels = tuple("" if c == "state" else c.upper() for c in COLUMNS)
