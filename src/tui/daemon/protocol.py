@@ -64,7 +64,11 @@ def encode(msg: dict[str, Any]) -> bytes:
 
 
 def decode(line: bytes) -> dict[str, Any]:
-    msg = json.loads(line)
+    """One message; ValueError for anything that is not a JSON object in UTF-8."""
+    try:
+        msg = json.loads(line.decode())  # UTF-8, not the encoding json would guess
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
     if not isinstance(msg, dict):
         raise ValueError("a message must be a JSON object")
     return msg
