@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import resource
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -199,3 +203,45 @@ async def test_a_long_line_waits_for_the_one_before_it() -> None:
     first.feed_data(b"\n")
     assert await reading_first == b"a" * 100 + b"\n"
     assert await reading_second == b"b" * 100 + b"\n"
+
+
+async def test_a_daemon_out_of_file_descriptors_is_named_and_serves_again(
+    viewer: RemoteEngine, db: Path
+) -> None:
+    """Idle connections cost a file descriptor each; a client that finds none left for it
+    is told so (not a traceback), and the daemon serves again once they close."""
+    fds = Path(f"/proc/{viewer.pid}/fd")
+    _soft, hard = resource.prlimit(viewer.pid, resource.RLIMIT_NOFILE)
+    limit = len(os.listdir(fds)) + 20
+    resource.prlimit(viewer.pid, resource.RLIMIT_NOFILE, (limit, hard))
+    idle: list[socket.socket] = []
+    try:
+        while len(os.listdir(fds)) < limit:  # each accepted one takes a descriptor
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(str(daemon_paths(db).socket))
+            idle.append(s)
+            assert len(idle) < 200, "the daemon took more connections than its limit allows"
+        while True:  # and its listening socket's backlog, which nobody takes from now
+            s = socket.socket(socket.AF_UNIX)
+            s.setblocking(False)
+            try:
+                s.connect(str(daemon_paths(db).socket))
+            except BlockingIOError:  # full
+                s.close()
+                break
+            idle.append(s)
+        res = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "tui", "daemon", "status", "--db", str(db)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        for s in idle:
+            s.close()
+        resource.prlimit(viewer.pid, resource.RLIMIT_NOFILE, (_soft, hard))
+    assert res.returncode == 1, res
+    assert "Traceback" not in res.stderr, res.stderr
+    assert f"pid {viewer.pid}" in res.stderr, res.stderr
+    await still_serves(viewer)

@@ -92,6 +92,17 @@ def _hung(paths: DaemonPaths, what: str, pid: int | None = None) -> DaemonHung:
     return DaemonHung(f"{who} for {paths.db} {what}; {hint}")
 
 
+def _dropped(paths: DaemonPaths, e: OSError) -> DaemonHung:
+    pid = daemon_pid(paths)
+    who = f"the tui daemon (pid {pid})" if pid else "the tui daemon"
+    fds = f" (`ls /proc/{pid}/fd | wc -l` counts them)" if pid else ""
+    return DaemonHung(
+        f"{who} for {paths.db} could not take the connection ({e.strerror or e}): it may be "
+        f"out of file descriptors, held by other connections{fds}; close them, or "
+        "`tui daemon stop` (runs are recovered)"
+    )
+
+
 async def _open(
     paths: DaemonPaths, limit: int = wire.REQUEST_LINE_LIMIT, *, any_version: bool = False
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, dict]:
@@ -104,6 +115,8 @@ async def _open(
         raise DaemonUnavailable(f"no tui daemon for {paths.db}") from e
     except TimeoutError:
         raise _hung(paths, f"did not accept a connection in {HELLO_TIMEOUT:.0f}s") from None
+    except OSError as e:  # e.g. the socket's directory not ours to enter
+        raise EngineError(f"cannot connect to {paths.socket}: {e.strerror or e}") from None
     try:
         async with asyncio.timeout(HELLO_TIMEOUT):
             line = await reader.readline()
@@ -112,6 +125,9 @@ async def _open(
     except TimeoutError:
         writer.close()
         raise _hung(paths, f"did not answer in {HELLO_TIMEOUT:.0f}s") from None
+    except OSError as e:  # EINVAL: a daemon out of file descriptors could not take us
+        writer.close()
+        raise _dropped(paths, e) from None
     if not line:
         writer.close()
         raise DaemonUnavailable(f"the tui daemon for {paths.db} closed the connection")
@@ -214,7 +230,7 @@ class RemoteEngine(Client):
                 fut = self._pending.pop(msg.get("id", -1), None)
                 if fut is not None and not fut.done():
                     fut.set_result(msg)
-        except (ConnectionError, ValueError):
+        except (OSError, ValueError):  # reset, refused, EINVAL…, or garbled
             pass
         finally:
             self._writer = None
