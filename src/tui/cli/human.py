@@ -32,6 +32,12 @@ async def cmd_ask(args: argparse.Namespace) -> int:
             "are not set)"
         )
         return 2
+    if not run_id.isdigit():
+        err(
+            f"TUI_RUN_ID must be a run number, got {run_id!r}: `tui ask` works inside a "
+            "task run by tui, which sets it"
+        )
+        return 2
     try:
         timeout = parse_duration(args.timeout) if args.timeout else 0.0
     except ValueError as e:

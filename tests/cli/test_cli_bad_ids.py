@@ -1,0 +1,77 @@
+"""Commands that take a task or question id, given one that names nothing (or an empty one):
+a one-line error and a non-zero exit, and nothing stored changes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.cli.cli_support import Tui, shell_task, write_tasks
+
+
+@pytest.fixture
+def one_done(tui: Tui) -> Tui:
+    """A database holding one failed task: every id prefix, "" too, would name it, and
+    `tui retry ""` would run it again."""
+    f = write_tasks(tui.dir / "one.yaml", [shell_task("only", "exit 3")])
+    res = tui("run", str(f))
+    assert res.returncode == 1 and tui.state_of("only") == "FAILED", str(res)
+    return tui
+
+
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["retry", ""],
+        ["cancel", ""],
+        ["approve", ""],
+        ["send", "", "hello"],
+        ["accept", ""],
+        ["reject", "", "--comment", "no"],
+        ["logs", ""],
+        ["answer", "", "1"],
+    ],
+)
+def test_an_empty_id_names_no_task(one_done: Tui, argv: list[str]) -> None:
+    """`tui retry "$ID"` with ID unset retried the only task: "" is a prefix of every id."""
+    before = one_done.ls()
+    res = one_done(*argv)
+    assert res.returncode != 0, str(res)
+    assert "the task id is empty" in one_line(res.stderr), str(res)
+    assert one_done.ls() == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["retry", "nope"],
+        ["cancel", "nope"],
+        ["approve", "nope"],
+        ["send", "nope", "hello"],
+        ["accept", "nope"],
+        ["reject", "nope", "--comment", "no"],
+        ["answer", "nope", "1"],
+        ["answer", "99999", "--text", "x"],
+    ],
+)
+def test_an_id_of_nothing_is_a_one_line_error(one_done: Tui, argv: list[str]) -> None:
+    before = one_done.ls()
+    res = one_done(*argv)
+    assert res.returncode != 0, str(res)
+    assert f"no task matches {argv[1]!r}" in one_line(res.stderr), str(res)
+    assert one_done.ls() == before
+
+
+def test_ask_with_a_run_id_that_is_not_a_number(tui: Tui, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {"TUI_DB": str(tui.db), "TUI_TASK_ID": "t1", "TUI_RUN_ID": "abc"}.items():
+        monkeypatch.setitem(os.environ, key, value)
+    res = tui("ask", "which one?", db=False)
+    assert res.returncode == 2, str(res)
+    assert "TUI_RUN_ID must be a run number, got 'abc'" in one_line(res.stderr)
