@@ -4,10 +4,12 @@ a one-line error and a non-zero exit, and nothing stored changes."""
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 
 import pytest
 
-from tests.cli.cli_support import Tui, shell_task, write_tasks
+from tests.cli.cli_support import Tui, shell_task, wait_until, write_tasks
 
 
 @pytest.fixture
@@ -75,3 +77,22 @@ def test_ask_with_a_run_id_that_is_not_a_number(tui: Tui, monkeypatch: pytest.Mo
     res = tui("ask", "which one?", db=False)
     assert res.returncode == 2, str(res)
     assert "TUI_RUN_ID must be a run number, got 'abc'" in one_line(res.stderr)
+
+
+def test_answers_that_are_not_options_are_one_line_errors(tui: Tui) -> None:
+    """ "²" passed str.isdigit and broke int(); 5,000 digits broke int() too (tracebacks), and
+    a long answer came back whole in the error."""
+    ask = f"{shlex.quote(sys.executable)} -m tui ask 'which?' --option red --option blue"
+    f = write_tasks(tui.dir / "ask.yaml", [shell_task("asker", ask)])
+    run = tui.popen("run", str(f))
+    wait_until(lambda: tui.sql("SELECT id FROM questions"), "the question is asked", proc=run)
+    for bad in ("²", "9" * 5000, "x" * 100_000):
+        res = tui("answer", "asker", bad)
+        assert res.returncode == 1, str(res)
+        line = one_line(res.stderr)
+        assert "is not an option of 'which?'" in line and len(line) < 300, line[:400]
+    res = tui("answer", "asker", "2")
+    assert res.returncode == 0, str(res)
+    out, _err = run.communicate(timeout=60)
+    assert run.returncode == 0, out
+    assert [ln.text for ln in tui.output()] == ["blue"]

@@ -157,14 +157,16 @@ def _label(item: dict[str, Any], value: str) -> str:
     options = [o.get("label", "") for o in item.get("options", [])]
     if not options:
         return value
-    if value.isdigit() and 1 <= int(value) <= len(options):
+    # ASCII digits only, and few: "²" is a digit to str.isdigit and not to int().
+    if value.isascii() and value.isdigit() and len(value) < 6 and 1 <= int(value) <= len(options):
         return options[int(value) - 1]
     for label in options:
         if value.casefold() == label.casefold():
             return label
     listed = ", ".join(f"{i}. {label}" for i, label in enumerate(options, 1))
+    shown = value if len(value) <= 60 else value[:57] + "..."
     raise EngineError(
-        f"{value!r} is not an option of {item.get('question', 'the question')!r}: give one of"
+        f"{shown!r} is not an option of {item.get('question', 'the question')!r}: give one of"
         f" {listed} — or any other answer with --text TEXT"
     )
 
