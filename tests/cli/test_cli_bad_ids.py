@@ -91,8 +91,31 @@ def test_answers_that_are_not_options_are_one_line_errors(tui: Tui) -> None:
         assert res.returncode == 1, str(res)
         line = one_line(res.stderr)
         assert "is not an option of 'which?'" in line and len(line) < 300, line[:400]
+    res = tui("answer", "asker", "--text", "caf\udce9")  # Latin-1 bytes: not sent
+    assert res.returncode == 2 and "is not UTF-8 text" in one_line(res.stderr), str(res)
     res = tui("answer", "asker", "2")
     assert res.returncode == 0, str(res)
     out, _err = run.communicate(timeout=60)
     assert run.returncode == 0, out
     assert [ln.text for ln in tui.output()] == ["blue"]
+
+
+@pytest.mark.parametrize("argv", [["retry", "\udcff"], ["logs", "caf\udce9"]])
+def test_an_argument_that_is_not_utf8_is_named(one_done: Tui, argv: list[str]) -> None:
+    """Bytes of another encoding (Latin-1 "café") reach Python as surrogates: every command
+    that stored or sent one failed with a UnicodeEncodeError traceback."""
+    before = one_done.ls()
+    res = one_done(*argv)
+    assert res.returncode == 2, str(res)
+    assert "is not UTF-8 text" in one_line(res.stderr), str(res)
+    assert one_done.ls() == before
+
+
+def test_ask_with_a_question_that_is_not_utf8(tui: Tui, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert tui("daemon", "start").returncode == 0  # the request is made, then cannot be sent
+    for key, value in {"TUI_DB": str(tui.db), "TUI_TASK_ID": "t1", "TUI_RUN_ID": "1"}.items():
+        monkeypatch.setitem(os.environ, key, value)
+    res = tui("ask", "caf\udce9?", db=False)
+    assert res.returncode == 2, str(res)
+    assert "'caf\\udce9?' is not UTF-8 text" in one_line(res.stderr)
+    assert tui("daemon", "stop").returncode == 0

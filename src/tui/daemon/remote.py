@@ -294,10 +294,11 @@ class RemoteEngine(Client):
         if writer is None:
             raise DaemonUnavailable(f"lost the tui daemon for {self.paths.db}")
         rid = next(self._ids)
+        data = wire.request(rid, message)  # before a reply is awaited: it may not encode
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         try:
-            writer.write(wire.request(rid, message))
+            writer.write(data)
             await writer.drain()
         except ConnectionError as e:
             self._pending.pop(rid, None)
