@@ -66,16 +66,23 @@ async def test_malformed_requests_are_each_answered_and_the_connection_goes_on(
         b'{"id": 8, "msg": {"op": "frobnicate"}}\n': "unknown op 'frobnicate': one of submit,",
         b'{"id": 9, "msg": {"task_id": "a"}}\n': 'msg needs an "op": one of submit,',
         b'{"id": 10, "msg": {"op": "cancel", "task_id": 5}}\n': "msg.cancel.task_id: Input",
+        # Before: "internal error: PydanticSerializationError", a traceback in the log.
+        b'{"id": 12, "msg": {"op": "submit", "tasks": [{"name": "x\\udcff", "agent": '
+        b'{"type": "shell", "instructions": "true"}}]}}\n': "lone surrogate",
     }
 
     def probe() -> list[tuple[bytes, dict]]:
         s, _hello = connect(db)
         with s:  # one connection for all: a bad line does not end it
             got = [(line, reply_to(s, line)) for line in cases]
+            # An escaped pair is one character, not a lone surrogate: it passes.
+            pair = b'{"id": 13, "msg": {"op": "cancel", "task_id": "\\ud83d\\ude00"}}\n'
+            got.append((pair, reply_to(s, pair)))
             got.append((b"status", reply_to(s, wire.request(11, api.Status()))))
         return got
 
     got = await asyncio.to_thread(probe)
+    assert got[-2][1]["error"] == "no task with id '\U0001f600'", got[-2]
     for (line, reply), want in zip(got, cases.values(), strict=False):
         assert reply["ok"] is False, line[:60]
         assert reply["error"].startswith("bad request: "), reply
