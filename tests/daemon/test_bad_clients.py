@@ -212,13 +212,13 @@ async def test_a_long_line_waits_for_the_one_before_it() -> None:
     assert await reading_second == b"b" * 100 + b"\n"
 
 
-async def test_a_daemon_out_of_file_descriptors_is_named_and_serves_again(
-    viewer: RemoteEngine, db: Path
-) -> None:
-    """Idle connections cost a file descriptor each; a client that finds none left for it
-    is told so (not a traceback), and the daemon serves again once they close."""
+async def status_out_of_descriptors(
+    viewer: RemoteEngine, db: Path, *, full_backlog: bool
+) -> subprocess.CompletedProcess[str]:
+    """`tui daemon status` while idle connections hold every descriptor the daemon may open
+    (its limit lowered with prlimit) and, with ``full_backlog``, fill its listen backlog."""
     fds = Path(f"/proc/{viewer.pid}/fd")
-    _soft, hard = resource.prlimit(viewer.pid, resource.RLIMIT_NOFILE)
+    soft, hard = resource.prlimit(viewer.pid, resource.RLIMIT_NOFILE)
     limit = len(os.listdir(fds)) + 20
     resource.prlimit(viewer.pid, resource.RLIMIT_NOFILE, (limit, hard))
     idle: list[socket.socket] = []
@@ -228,7 +228,7 @@ async def test_a_daemon_out_of_file_descriptors_is_named_and_serves_again(
             s.connect(str(daemon_paths(db).socket))
             idle.append(s)
             assert len(idle) < 200, "the daemon took more connections than its limit allows"
-        while True:  # and its listening socket's backlog, which nobody takes from now
+        while full_backlog:  # connections nobody takes from now
             s = socket.socket(socket.AF_UNIX)
             s.setblocking(False)
             try:
@@ -237,7 +237,7 @@ async def test_a_daemon_out_of_file_descriptors_is_named_and_serves_again(
                 s.close()
                 break
             idle.append(s)
-        res = await asyncio.to_thread(
+        return await asyncio.to_thread(
             subprocess.run,
             [sys.executable, "-m", "tui", "daemon", "status", "--db", str(db)],
             capture_output=True,
@@ -247,8 +247,30 @@ async def test_a_daemon_out_of_file_descriptors_is_named_and_serves_again(
     finally:
         for s in idle:
             s.close()
-        resource.prlimit(viewer.pid, resource.RLIMIT_NOFILE, (_soft, hard))
+        resource.prlimit(viewer.pid, resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_a_daemon_out_of_file_descriptors_is_named_and_serves_again(
+    viewer: RemoteEngine, db: Path
+) -> None:
+    """Idle connections cost a file descriptor each; a client that finds none left for it
+    is told so (not a traceback: EINVAL reading the greeting), and the daemon serves again
+    once they close."""
+    res = await status_out_of_descriptors(viewer, db, full_backlog=True)
     assert res.returncode == 1, res
     assert "Traceback" not in res.stderr, res.stderr
-    assert f"pid {viewer.pid}" in res.stderr, res.stderr
+    assert f"pid {viewer.pid}" in res.stderr and "out of file descriptors" in res.stderr
+    await still_serves(viewer)
+
+
+async def test_a_daemon_that_cannot_accept_is_not_called_stopped(
+    viewer: RemoteEngine, db: Path
+) -> None:
+    """Out of descriptors (its backlog not full), the daemon never greets: the client's
+    timeout said "is it stopped? `kill -CONT`" of a process that was not stopped."""
+    res = await status_out_of_descriptors(viewer, db, full_backlog=False)
+    assert res.returncode == 1, res
+    assert "Traceback" not in res.stderr, res.stderr
+    assert "it is not stopped" in res.stderr and "kill -CONT" not in res.stderr, res.stderr
+    assert "out of file descriptors" in res.stderr, res.stderr
     await still_serves(viewer)

@@ -84,12 +84,28 @@ def daemon_pid(paths: DaemonPaths) -> int | None:
 def _hung(paths: DaemonPaths, what: str, pid: int | None = None) -> DaemonHung:
     pid = pid or daemon_pid(paths)
     who = f"the tui daemon (pid {pid})" if pid else "the tui daemon"
-    hint = (
-        f"is it stopped? `kill -CONT {pid}` resumes it, `kill {pid}` ends it (runs are recovered)"
-        if pid
-        else "is it stopped?"
-    )
+    if not pid:
+        hint = "is it stopped?"
+    elif _running(pid):  # not stopped: busy, or every file descriptor held by connections
+        hint = (
+            f"it is not stopped: busy, or out of file descriptors (`ls /proc/{pid}/fd | wc -l` "
+            f"counts them); `kill {pid}` ends it (runs are recovered)"
+        )
+    else:
+        hint = (
+            f"is it stopped? `kill -CONT {pid}` resumes it, `kill {pid}` ends it "
+            "(runs are recovered)"
+        )
     return DaemonHung(f"{who} for {paths.db} {what}; {hint}")
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not stopped (SIGSTOP, a debugger): its state in /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False  # gone, or no /proc: say what fits a stopped one
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"T", b"t")
 
 
 def _dropped(paths: DaemonPaths, e: OSError) -> DaemonHung:
