@@ -364,3 +364,70 @@ def test_another_local_user_needs_the_token_on_loopback(web: Web, other_user: st
     reply = as_other_user(other_user, web.port, f"/ws?token={web.token}")
     assert reply["status"] == 101
     assert "NAME" in str(reply["screen"])  # our app's task list, drawn for that tab
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def test_bad_page_messages_close_their_tab_with_the_reason(web: Web) -> None:
+    """Messages textual-serve's page never sends end that tab with code 1003 and the reason
+    (its own loop raised on `[]` or `["stdin", 5]`, a traceback in the server's output)."""
+    web.start("--port", "0", tty=True)
+    cases = {
+        "hello": "not a JSON message",
+        "[]": 'a message is ["type", data]',
+        '{"type": "stdin"}': 'a message is ["type", data]',
+        '["stdin", 5]': "stdin: text expected, got 5",
+        '["resize", {"width": "wide", "height": 3}]': 'resize: {"width": N, "height": N}',
+        "[" * 100_000: "not a JSON message",
+    }
+    async with aiohttp.ClientSession() as http:
+        for bad, reason in cases.items():
+            async with http.ws_connect(web.url("/ws")) as ws:
+                await ws.send_str(bad)
+                async with asyncio.timeout(APP_TIMEOUT):
+                    while (msg := await ws.receive()).type == aiohttp.WSMsgType.BINARY:
+                        pass  # the app's screen, drawn before the message was read
+                assert msg.type == aiohttp.WSMsgType.CLOSE, msg
+                assert ws.close_code == 1003 and reason in (msg.extra or ""), (bad[:40], msg)
+        # A request line aiohttp cannot parse: a 400 and one line, not a traceback.
+        async with http.get(f"{web.base}/{'a' * 20000}") as res:
+            assert res.status == 400
+        async with http.get(web.url("/", "fontsize=-5")) as res:
+            assert 'data-font-size="16"' in await res.text()  # not a negative font
+        async with http.ws_connect(web.url("/ws")) as ws:  # and a good tab still works
+            await screen_text(ws, "NAME")
+            await ws.send_str('["ping", "still there?"]')
+            async with asyncio.timeout(APP_TIMEOUT):
+                while (msg := await ws.receive()).type == aiohttp.WSMsgType.BINARY:
+                    pass
+            assert msg.json() == ["pong", "still there?"]
+    wait_until(lambda: not web.apps(), "every tab's app exits")
+    output = web.output()
+    assert "Traceback" not in output, output
+    assert output.count("tui web: closed a tab:") == len(cases), output
+    assert "LineTooLong" in output
+
+
+async def test_a_huge_terminal_size_from_the_page_is_capped(web: Web) -> None:
+    """A page asking for 100000 × 100000 cells (in the URL or a resize) gets at most
+    1000 × 500: the app drawing the asked size grew by about 100 MB a second."""
+    web.start("--port", "0", tty=True)
+    huge = web.url("/ws", "width=100000&height=100000")
+    async with aiohttp.ClientSession() as http, http.ws_connect(huge) as ws:
+        await screen_text(ws, "NAME")
+        [app] = web.apps()
+        await ws.send_str('["resize", {"width": 100000, "height": 100000}]')
+        peak = rss_mb(app)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 8.0  # the app at work on the new size, its memory watched
+        while loop.time() < end and peak < 400:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.2):
+                    await ws.receive()
+            peak = max(peak, rss_mb(app))
+        assert peak < 400, f"the tab's app grew to {peak:.0f} MB"

@@ -32,6 +32,12 @@ async def cmd_ask(args: argparse.Namespace) -> int:
             "are not set)"
         )
         return 2
+    if not run_id.isdigit():
+        err(
+            f"TUI_RUN_ID must be a run number, got {run_id!r}: `tui ask` works inside a "
+            "task run by tui, which sets it"
+        )
+        return 2
     try:
         timeout = parse_duration(args.timeout) if args.timeout else 0.0
     except ValueError as e:
@@ -151,14 +157,16 @@ def _label(item: dict[str, Any], value: str) -> str:
     options = [o.get("label", "") for o in item.get("options", [])]
     if not options:
         return value
-    if value.isdigit() and 1 <= int(value) <= len(options):
+    # ASCII digits only, and few: "²" is a digit to str.isdigit and not to int().
+    if value.isascii() and value.isdigit() and len(value) < 6 and 1 <= int(value) <= len(options):
         return options[int(value) - 1]
     for label in options:
         if value.casefold() == label.casefold():
             return label
     listed = ", ".join(f"{i}. {label}" for i, label in enumerate(options, 1))
+    shown = value if len(value) <= 60 else value[:57] + "..."
     raise EngineError(
-        f"{value!r} is not an option of {item.get('question', 'the question')!r}: give one of"
+        f"{shown!r} is not an option of {item.get('question', 'the question')!r}: give one of"
         f" {listed} — or any other answer with --text TEXT"
     )
 

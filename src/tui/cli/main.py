@@ -142,6 +142,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (StoreError, EngineError) as e:
         print(f"tui: {e}", file=sys.stderr)
         return 1
+    except UnicodeEncodeError:  # an id or a text from argv that cannot be stored or sent
+        bad = [a for a in argv if not _is_utf8(a)]
+        if not bad:
+            raise
+        print(
+            f"tui: argument {bad[0]!r} is not UTF-8 text (bytes of another encoding?); "
+            "give ids, names and answers in UTF-8 (e.g. convert with iconv)",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # argv bytes that were not UTF-8 arrive as surrogates
+        return False
+    return True
 
 
 def _fast_child_watcher() -> None:

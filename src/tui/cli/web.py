@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import errno
 import ipaddress
+import logging
 import os
 import secrets
 import signal
@@ -85,6 +86,7 @@ async def cmd_web(args: argparse.Namespace) -> int:
     async with open_store(args.db) as store:  # a bad --db fails here, not in every tab
         db = str(store.path.resolve())
     argv = [sys.executable, "-m", "tui", "open", "--db", db]
+    _one_line_errors()
     server = WebServer(argv, token=token, loopback=is_loopback(args.host))
     runner = web.AppRunner(await server._make_app(), access_log=None, handle_signals=False)
     await runner.setup()
@@ -108,6 +110,24 @@ async def cmd_web(args: argparse.Namespace) -> int:
         await server.close_tabs()
         await runner.cleanup()
     return 0
+
+
+class _OneLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        exc = record.exc_info[1] if record.exc_info else None
+        why = f": {type(exc).__name__}: {' '.join(str(exc).split())}" if exc else ""
+        text = f"tui web: {record.getMessage()}{why}"
+        return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _one_line_errors() -> None:
+    """aiohttp logs a request it cannot parse (a URL over 8 KB, a bad header) with a whole
+    traceback; the server's output gets one line for it instead."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    aiohttp_log = logging.getLogger("aiohttp")
+    aiohttp_log.addHandler(handler)
+    aiohttp_log.propagate = False
 
 
 def _listen_error(host: str, port: int, e: OSError) -> str:

@@ -6,19 +6,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import shlex
+import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
 import aiohttp_jinja2
-from aiohttp import web
+from aiohttp import WSCloseCode, WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 from tui.procs.process import terminate_group
 
 QUIT_GRACE = 5.0  # seconds a tab's app gets to quit by itself before its group is killed
+# A tab's terminal at most: a page asking for more has a bug (an app drawing 100000 × 100000
+# cells grew by 100 MB a second).
+MAX_COLUMNS, MAX_ROWS = 1000, 500
+FONT_SIZES = range(6, 73)
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -48,6 +54,13 @@ class AppTab(AppService):
         assert proc.stdin is not None
         self._process, self._stdin = proc, proc.stdin
         return proc
+
+    async def drain(self) -> None:
+        """Wait while the app is behind on its input, so a page typing faster than the app
+        reads is held back (its websocket unread) instead of buffered here."""
+        if self._process is not None and self._process.stdin is not None:
+            with contextlib.suppress(ConnectionError):
+                await self._process.stdin.drain()
 
     async def run(self) -> None:
         await super().run()
@@ -124,8 +137,9 @@ class WebServer(Server):
         # not one a browser can reach.
         origin = str(request.url.origin())
         ws_scheme = "wss" if origin.startswith("https") else "ws"
+        font_size = to_int(request.query.get("fontsize", "16"), 16)
         return {
-            "font_size": to_int(request.query.get("fontsize", "16"), 16),
+            "font_size": font_size if font_size in FONT_SIZES else 16,
             "app_websocket_url": f"{ws_scheme}:{origin.split(':', 1)[1]}/ws",
             "config": {"static": {"url": f"{origin}/static/"}},
             "application": {"name": self.title},
@@ -135,8 +149,8 @@ class WebServer(Server):
         # textual-serve's handler, with an AppTab (own process group, no shell) instead of
         # its AppService, and the tab's app always stopped when the socket goes.
         websocket = web.WebSocketResponse(heartbeat=15)
-        width = to_int(request.query.get("width", "80"), 80)
-        height = to_int(request.query.get("height", "24"), 24)
+        width = _clamp(to_int(request.query.get("width", "80"), 80), MAX_COLUMNS)
+        height = _clamp(to_int(request.query.get("height", "24"), 24), MAX_ROWS)
         await websocket.prepare(request)
         tab = AppTab(
             self.argv,
@@ -148,14 +162,75 @@ class WebServer(Server):
         self.tabs.add(tab)
         try:
             await tab.start(width, height)
-            # A malformed message from the page ends its tab, not with a traceback.
-            with contextlib.suppress(ValueError, TypeError, KeyError, AssertionError):
+            try:
                 await self._process_messages(websocket, tab)
+            except BadMessage as e:  # the page's bug ends its tab, with the reason
+                print(f"tui web: closed a tab: {e}", file=sys.stderr, flush=True)
+                await websocket.close(code=WSCloseCode.UNSUPPORTED_DATA, message=str(e).encode())
         finally:
             self.tabs.discard(tab)
             await tab.close()
             await websocket.close()
         return websocket
+
+    async def _process_messages(  # type: ignore[override]
+        self, websocket: web.WebSocketResponse, app_service: AppTab
+    ) -> None:
+        """textual-serve's loop over the page's messages, each checked before the app gets it
+        (its own took any JSON: `[]` or `["stdin", 5]` was a traceback, a huge resize an app
+        that grew without end)."""
+        async for message in websocket:
+            if message.type != WSMsgType.TEXT:
+                continue
+            kind, data = _envelope(message.data)
+            if kind == "stdin":
+                if not isinstance(data, str):
+                    raise BadMessage(f"stdin: text expected, got {_shown(data)}")
+                await app_service.send_bytes(data.encode())
+                await app_service.drain()
+            elif kind == "resize":
+                await app_service.set_terminal_size(*_size(data))
+            elif kind == "ping":
+                await websocket.send_json(["pong", data])
+            elif kind == "blur":
+                await app_service.blur()
+            elif kind == "focus":
+                await app_service.focus()
+
+
+class BadMessage(Exception):
+    """A websocket message from the page that is not one textual-serve's page sends."""
+
+
+def _envelope(text: str) -> tuple[str, object]:
+    try:
+        envelope = json.loads(text)
+    except (ValueError, RecursionError):
+        raise BadMessage(f"not a JSON message: {text[:60]!r}") from None
+    if not (isinstance(envelope, list) and envelope and isinstance(envelope[0], str)):
+        raise BadMessage(f'a message is ["type", data], got {_shown(envelope)}')
+    return envelope[0], envelope[1] if len(envelope) > 1 else None
+
+
+def _size(data: object) -> tuple[int, int]:
+    if isinstance(data, dict):
+        width, height = data.get("width"), data.get("height")
+        if _is_int(width) and _is_int(height):
+            return _clamp(width, MAX_COLUMNS), _clamp(height, MAX_ROWS)
+    raise BadMessage(f'resize: {{"width": N, "height": N}} expected, got {_shown(data)}')
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _clamp(value: int, most: int) -> int:
+    return max(1, min(value, most))
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _same_origin(request: web.Request) -> bool:

@@ -18,6 +18,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -63,8 +64,24 @@ def encode(msg: dict[str, Any]) -> bytes:
     return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def decode(line: bytes) -> dict[str, Any]:
-    msg = json.loads(line)
+    """One message; ValueError for anything that is not a JSON object in UTF-8."""
+    try:
+        text = line.decode()  # UTF-8, not the encoding json would guess
+        msg = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then the cost of a look at every string
+        try:
+            json.dumps(msg, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise ValueError(
+                "a string holds a lone surrogate (a \\udXXX escape that is not half of a pair): "
+                "not text that can be stored"
+            ) from None
     if not isinstance(msg, dict):
         raise ValueError("a message must be a JSON object")
     return msg

@@ -84,12 +84,39 @@ def daemon_pid(paths: DaemonPaths) -> int | None:
 def _hung(paths: DaemonPaths, what: str, pid: int | None = None) -> DaemonHung:
     pid = pid or daemon_pid(paths)
     who = f"the tui daemon (pid {pid})" if pid else "the tui daemon"
-    hint = (
-        f"is it stopped? `kill -CONT {pid}` resumes it, `kill {pid}` ends it (runs are recovered)"
-        if pid
-        else "is it stopped?"
-    )
+    if not pid:
+        hint = "is it stopped?"
+    elif _running(pid):  # not stopped: busy, or every file descriptor held by connections
+        hint = (
+            f"it is not stopped: busy, or out of file descriptors (`ls /proc/{pid}/fd | wc -l` "
+            f"counts them); `kill {pid}` ends it (runs are recovered)"
+        )
+    else:
+        hint = (
+            f"is it stopped? `kill -CONT {pid}` resumes it, `kill {pid}` ends it "
+            "(runs are recovered)"
+        )
     return DaemonHung(f"{who} for {paths.db} {what}; {hint}")
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not stopped (SIGSTOP, a debugger): its state in /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False  # gone, or no /proc: say what fits a stopped one
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"T", b"t")
+
+
+def _dropped(paths: DaemonPaths, e: OSError) -> DaemonHung:
+    pid = daemon_pid(paths)
+    who = f"the tui daemon (pid {pid})" if pid else "the tui daemon"
+    fds = f" (`ls /proc/{pid}/fd | wc -l` counts them)" if pid else ""
+    return DaemonHung(
+        f"{who} for {paths.db} could not take the connection ({e.strerror or e}): it may be "
+        f"out of file descriptors, held by other connections{fds}; close them, or "
+        "`tui daemon stop` (runs are recovered)"
+    )
 
 
 async def _open(
@@ -104,6 +131,8 @@ async def _open(
         raise DaemonUnavailable(f"no tui daemon for {paths.db}") from e
     except TimeoutError:
         raise _hung(paths, f"did not accept a connection in {HELLO_TIMEOUT:.0f}s") from None
+    except OSError as e:  # e.g. the socket's directory not ours to enter
+        raise EngineError(f"cannot connect to {paths.socket}: {e.strerror or e}") from None
     try:
         async with asyncio.timeout(HELLO_TIMEOUT):
             line = await reader.readline()
@@ -112,6 +141,9 @@ async def _open(
     except TimeoutError:
         writer.close()
         raise _hung(paths, f"did not answer in {HELLO_TIMEOUT:.0f}s") from None
+    except OSError as e:  # EINVAL: a daemon out of file descriptors could not take us
+        writer.close()
+        raise _dropped(paths, e) from None
     if not line:
         writer.close()
         raise DaemonUnavailable(f"the tui daemon for {paths.db} closed the connection")
@@ -214,7 +246,7 @@ class RemoteEngine(Client):
                 fut = self._pending.pop(msg.get("id", -1), None)
                 if fut is not None and not fut.done():
                     fut.set_result(msg)
-        except (ConnectionError, ValueError):
+        except (OSError, ValueError):  # reset, refused, EINVAL…, or garbled
             pass
         finally:
             self._writer = None
@@ -278,10 +310,11 @@ class RemoteEngine(Client):
         if writer is None:
             raise DaemonUnavailable(f"lost the tui daemon for {self.paths.db}")
         rid = next(self._ids)
+        data = wire.request(rid, message)  # before a reply is awaited: it may not encode
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         try:
-            writer.write(wire.request(rid, message))
+            writer.write(data)
             await writer.drain()
         except ConnectionError as e:
             self._pending.pop(rid, None)

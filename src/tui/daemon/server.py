@@ -18,7 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
+
 from tui.daemon import protocol as wire
+from tui.daemon.frames import SMALL, RequestTooLong, read_request
 from tui.daemon.paths import DaemonPaths
 from tui.engine import api
 from tui.engine.events import Cursor, advance
@@ -28,6 +31,7 @@ from tui.model.states import State
 log = logging.getLogger("tui.daemon")
 
 DRAIN_TIMEOUT = 2.0  # how long a stopping server lets its streams catch up
+_OPS = ", ".join(m.model_fields["op"].default for m in api.MESSAGES)
 
 
 def _reached(sent: Cursor, target: Cursor) -> bool:
@@ -56,6 +60,7 @@ class DaemonServer:
         self._sent: dict[asyncio.StreamWriter, Cursor] = {}  # how far each stream was sent
         self._sent_changed = asyncio.Condition()
         self._bound: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket we bound
+        self._big_line = asyncio.Lock()  # one long request line read at a time (frames.py)
 
     async def start(self) -> None:
         sock = self.paths.socket
@@ -63,9 +68,7 @@ class DaemonServer:
             sock.unlink()  # stale: we hold the daemon lock, so nobody else listens on it
         old = os.umask(0o177)  # the socket is born owner-only; no window with wider modes
         try:
-            self._server = await asyncio.start_unix_server(
-                self._serve, path=str(sock), limit=wire.REQUEST_LINE_LIMIT
-            )
+            self._server = await asyncio.start_unix_server(self._serve, path=str(sock), limit=SMALL)
         finally:
             os.umask(old)
         st = os.lstat(sock)
@@ -155,12 +158,13 @@ class DaemonServer:
             hello = {"t": "hello", **status, "version": version, "cursor": self._cursor()}
             writer.write(wire.encode(hello))
             await writer.drain()
-            while line := await reader.readline():
+            while line := await self._read(reader, writer, lock):
                 try:
                     raw = wire.decode(line)
                     msg = api.parse_request(raw.get("msg"))
                 except ValueError as e:  # not JSON, or not a message: say what, go on
-                    await self._send(writer, lock, wire.failure(_rid(line), f"bad request: {e}"))
+                    why = f"bad request: {_explain(e)}"
+                    await self._send(writer, lock, wire.failure(_rid(line), why))
                     continue
                 if isinstance(msg, api.Subscribe):
                     await self._stream(reader, writer, Cursor(*msg.cursor))
@@ -169,7 +173,7 @@ class DaemonServer:
                 for group in (self._jobs, jobs):
                     group.add(job)
                     job.add_done_callback(group.discard)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+        except (ConnectionError, RequestTooLong):
             pass
         finally:
             # A client that hung up waits for nothing: a held `ask` expires its question.
@@ -177,6 +181,16 @@ class DaemonServer:
                 job.cancel()
             self._conns.discard(writer)
             writer.close()
+
+    async def _read(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lock: asyncio.Lock
+    ) -> bytes:
+        try:
+            return await read_request(reader, self._big_line, wire.REQUEST_LINE_LIMIT)
+        except RequestTooLong as e:  # said, and the connection closed: its rest is unread
+            log.warning("closed a connection: %s", e)
+            await self._send(writer, lock, wire.failure(None, f"bad request: {e}"))
+            raise
 
     async def _request(
         self, rid: Any, msg: api.Message[Any], writer: asyncio.StreamWriter, lock: asyncio.Lock
@@ -213,7 +227,7 @@ class DaemonServer:
         """Send events from ``since`` until the viewer hangs up (noticed even when no event
         comes, so a departed viewer is never counted or fed)."""
         pump = asyncio.create_task(self._pump_events(writer, since))
-        gone = asyncio.create_task(reader.read())  # a viewer sends nothing more: EOF = gone
+        gone = asyncio.create_task(_until_eof(reader))  # a viewer sends nothing more
         self._streams.add(writer)
         try:
             await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -280,6 +294,30 @@ def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
         return None
     _pid, uid, _gid = struct.unpack("3i", creds)
     return uid
+
+
+async def _until_eof(reader: asyncio.StreamReader) -> None:
+    """Wait for a stream's viewer to hang up; whatever it still sends is dropped, not kept."""
+    while await reader.read(SMALL):
+        pass
+
+
+def _explain(e: ValueError) -> str:
+    """What is wrong with a request, in a line or three: pydantic's own text names every
+    member of the message union before it says anything."""
+    if not isinstance(e, ValidationError):
+        return str(e)
+    said = []
+    for err in e.errors()[:3]:
+        where = ".".join(str(p) for p in ("msg", *err["loc"]))
+        if err["type"] == "union_tag_not_found":
+            said.append(f'{where} needs an "op": one of {_OPS}')
+        elif err["type"] == "union_tag_invalid":
+            said.append(f"{where}: unknown op {err['ctx']['tag']!r}: one of {_OPS}")
+        else:
+            said.append(f"{where}: {err['msg']}")
+    more = e.error_count() - len(said)
+    return "; ".join(said) + (f" (and {more} more)" if more > 0 else "")
 
 
 def _rid(line: bytes) -> Any:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 import sys
 
+import anyio
+
 from tui.mcp.server import build_server
+from tui.mcp.stdio import serve
 from tui.mcp.tools import RunInfo, Tools
 
 
@@ -16,7 +19,7 @@ def main() -> int:
     except ValueError as e:
         print(f"tui mcp: {e}", file=sys.stderr)
         return 2
-    build_server(Tools(run)).run("stdio")
+    anyio.run(serve, build_server(Tools(run)))
     return 0
 
 

@@ -215,6 +215,8 @@ class Store:
 
     async def resolve(self, ref: str) -> str:
         """A full id, a unique id prefix, or a unique task name → the task id."""
+        if not ref.strip():  # `tui cancel "$ID"` with ID unset: a prefix of every id
+            raise StoreError("the task id is empty: give an id, a unique id prefix or a name")
         matches = await self._db.call(lambda t: tasks.matches(t, ref), write=False)
         if len(matches) == 1:
             return next(iter(matches))
