@@ -102,6 +102,11 @@ def stop_process(pid: int, grace: float = 10.0) -> None:
         return
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
+        # A daemon started from this process is our child: once it exits it stays a zombie
+        # (kill(pid, 0) still succeeds) until reaped here.
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
