@@ -31,7 +31,11 @@ from tui.model.states import State
 log = logging.getLogger("tui.daemon")
 
 DRAIN_TIMEOUT = 2.0  # how long a stopping server lets its streams catch up
-_OPS = ", ".join(m.model_fields["op"].default for m in api.MESSAGES)
+
+
+def _ops() -> str:
+    # Not at import: a `tui run` no client talks to never builds api's message classes.
+    return ", ".join(m.model_fields["op"].default for m in api.MESSAGES)
 
 
 def _reached(sent: Cursor, target: Cursor) -> bool:
@@ -311,9 +315,9 @@ def _explain(e: ValueError) -> str:
     for err in e.errors()[:3]:
         where = ".".join(str(p) for p in ("msg", *err["loc"]))
         if err["type"] == "union_tag_not_found":
-            said.append(f'{where} needs an "op": one of {_OPS}')
+            said.append(f'{where} needs an "op": one of {_ops()}')
         elif err["type"] == "union_tag_invalid":
-            said.append(f"{where}: unknown op {err['ctx']['tag']!r}: one of {_OPS}")
+            said.append(f"{where}: unknown op {err['ctx']['tag']!r}: one of {_ops()}")
         else:
             said.append(f"{where}: {err['msg']}")
     more = e.error_count() - len(said)
