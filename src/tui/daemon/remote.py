@@ -23,6 +23,7 @@ from tui.engine.client import Client
 from tui.engine.events import Cursor, Event, Notice, advance
 from tui.engine.scheduler import EngineError
 from tui.model.task import Task
+from tui.procs.process import proc_state
 
 R = TypeVar("R", bound="api.Reply")  # a string: api is executed on first use (tui.engine)
 
@@ -83,10 +84,10 @@ def daemon_pid(paths: DaemonPaths) -> int | None:
 
 def _hung(paths: DaemonPaths, what: str, pid: int | None = None) -> DaemonHung:
     pid = pid or daemon_pid(paths)
-    who = f"the tui daemon (pid {pid})" if pid else "the tui daemon"
+    who = _who(pid)
     if not pid:
         hint = "is it stopped?"
-    elif _running(pid):  # not stopped: busy, or every file descriptor held by connections
+    elif proc_state(pid) not in (None, "T", "t"):  # busy, or out of file descriptors
         hint = (
             f"it is not stopped: busy, or out of file descriptors (`ls /proc/{pid}/fd | wc -l` "
             f"counts them); `kill {pid}` ends it (runs are recovered)"
@@ -99,18 +100,13 @@ def _hung(paths: DaemonPaths, what: str, pid: int | None = None) -> DaemonHung:
     return DaemonHung(f"{who} for {paths.db} {what}; {hint}")
 
 
-def _running(pid: int) -> bool:
-    """The process exists and is not stopped (SIGSTOP, a debugger): its state in /proc."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False  # gone, or no /proc: say what fits a stopped one
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"T", b"t")
+def _who(pid: int | None) -> str:
+    return f"the tui daemon (pid {pid})" if pid else "the tui daemon"
 
 
 def _dropped(paths: DaemonPaths, e: OSError) -> DaemonHung:
     pid = daemon_pid(paths)
-    who = f"the tui daemon (pid {pid})" if pid else "the tui daemon"
+    who = _who(pid)
     fds = f" (`ls /proc/{pid}/fd | wc -l` counts them)" if pid else ""
     return DaemonHung(
         f"{who} for {paths.db} could not take the connection ({e.strerror or e}): it may be "

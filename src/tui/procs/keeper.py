@@ -54,7 +54,7 @@ if __name__ == "__main__":
     sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from tui.procs.keeper_afterlife import FRAME_LEN, Afterlife, Kept
-from tui.procs.keeper_starts import Started, Starts
+from tui.procs.keeper_starts import Start, Started, Starts
 
 READ_CHUNK = 256 * 1024
 WINDOW = 1 << 20  # bytes of one stream in flight before the keeper stops reading it
@@ -205,7 +205,7 @@ class Keeper:
         for name in env_unset:
             env.pop(enc(name), None)
         adoptable = adoptable and self.afterlife is not None
-        self.starts.put(key, argv, env, cwd, executable, want_stdin, run_id, adoptable)
+        self.starts.put(Start(key, argv, env, cwd, executable, want_stdin, run_id, adoptable))
 
     def _spawned(self, _fd: int) -> None:
         for started in self.starts.take():

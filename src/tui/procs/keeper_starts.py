@@ -13,7 +13,20 @@ import os
 import queue
 import subprocess
 import threading
-from typing import Any
+from typing import NamedTuple
+
+
+class Start(NamedTuple):
+    """One agent to start: what the engine's ``spawn`` frame asked, its env made whole."""
+
+    key: int
+    argv: list[str]
+    env: dict[bytes, bytes]
+    cwd: str | None
+    executable: str | None
+    want_stdin: bool
+    run_id: int
+    adoptable: bool
 
 
 class Started:
@@ -34,7 +47,7 @@ class Starts:
     """Start requests in, :class:`Started` out; ``wake_r`` is readable when some are done."""
 
     def __init__(self, threads: int) -> None:
-        self.requests: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self.requests: queue.SimpleQueue[Start | None] = queue.SimpleQueue()
         self.done: collections.deque[Started] = collections.deque()
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.threads = [
@@ -44,18 +57,8 @@ class Starts:
         for t in self.threads:
             t.start()
 
-    def put(
-        self,
-        key: int,
-        argv: list[str],
-        env: dict[bytes, bytes],
-        cwd: str | None,
-        executable: str | None,
-        want_stdin: bool,
-        run_id: int,
-        adoptable: bool,
-    ) -> None:
-        self.requests.put((key, argv, env, cwd, executable, want_stdin, run_id, adoptable))
+    def put(self, start: Start) -> None:
+        self.requests.put(start)
 
     def finish(self) -> None:
         """Let the starts under way end, and start no more."""
@@ -76,32 +79,22 @@ class Starts:
 
     def _serve(self) -> None:
         while (request := self.requests.get()) is not None:
-            self._start(*request)
+            self._start(request)
 
-    def _start(
-        self,
-        key: int,
-        argv: list[str],
-        env: dict[bytes, bytes],
-        cwd: str | None,
-        executable: str | None,
-        want_stdin: bool,
-        run_id: int,
-        adoptable: bool,
-    ) -> None:
+    def _start(self, start: Start) -> None:
         """On a start thread: pipes and Popen; the result goes to the loop."""
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         in_r = in_w = -1
-        if want_stdin:
+        if start.want_stdin:
             in_r, in_w = os.pipe2(os.O_CLOEXEC)
-        started = Started(key, (out_r, err_r, in_w), run_id, adoptable)
+        started = Started(start.key, (out_r, err_r, in_w), start.run_id, start.adoptable)
         try:
             popen = subprocess.Popen(
-                argv,
-                executable=executable,
-                cwd=cwd,
-                env=env,
+                start.argv,
+                executable=start.executable,
+                cwd=start.cwd,
+                env=start.env,
                 stdin=in_r if in_r >= 0 else subprocess.DEVNULL,
                 stdout=out_w,
                 stderr=err_w,

@@ -34,6 +34,7 @@ __all__ = [
     "identity_alive",
     "kill_orphan_group",
     "proc_start_time",
+    "proc_state",
     "spawn",
     "terminate_group",
 ]
@@ -85,6 +86,12 @@ def _read_stat(pid: int) -> _Stat | None:
         )
     except (IndexError, ValueError):
         return None
+
+
+def proc_state(pid: int) -> str | None:
+    """The state letter of ``pid`` (R, S, D, T when stopped, …), or None if it does not exist."""
+    st = _read_stat(pid)
+    return None if st is None else st.state
 
 
 def proc_start_time(pid: int) -> int | None:

@@ -233,9 +233,9 @@ class Database:
                             fut.set_result(value)
                         else:
                             fut.set_exception(value)
-                for _, _, events in outcomes:
-                    for ev in events:
-                        if self.on_event is not None:
+                if self.on_event is not None:
+                    for _, _, events in outcomes:
+                        for ev in events:
                             self.on_event(ev)
         finally:
             self._runner = None
