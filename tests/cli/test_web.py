@@ -431,3 +431,36 @@ async def test_a_huge_terminal_size_from_the_page_is_capped(web: Web) -> None:
                     await ws.receive()
             peak = max(peak, rss_mb(app))
         assert peak < 400, f"the tab's app grew to {peak:.0f} MB"
+
+
+async def test_tabs_beyond_max_tabs_are_closed_with_the_reason(web: Web) -> None:
+    """Every tab runs an app process (~80 MB): one past --max-tabs gets no app, and a close
+    that says why; once a tab closes, a new one opens."""
+    web.start("--port", "0", "--max-tabs", "1", tty=True)
+    async with aiohttp.ClientSession() as http:
+        async with http.ws_connect(web.url("/ws")) as first:
+            await screen_text(first, "NAME")
+            async with http.ws_connect(web.url("/ws")) as extra:
+                async with asyncio.timeout(APP_TIMEOUT):
+                    msg = await extra.receive()
+                assert msg.type == aiohttp.WSMsgType.CLOSE, msg
+                assert extra.close_code == 1013
+                assert "1 tab is open (--max-tabs 1): close one" in (msg.extra or "")
+            assert len(web.apps()) == 1
+        wait_until(lambda: not web.apps(), "the first tab's app exits")
+        async with http.ws_connect(web.url("/ws")) as again:
+            await screen_text(again, "NAME")
+    assert "tui web: refused a tab:" in web.output()
+    assert "Traceback" not in web.output()
+
+
+def test_max_tabs_must_be_a_positive_number(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*TUI, "web", "--db", str(tmp_path / "x.db"), "--max-tabs", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "'0' is not a number of tabs (1 or more)" in done.stderr
+    assert "Traceback" not in done.stderr

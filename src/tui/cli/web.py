@@ -21,6 +21,7 @@ from typing import Any
 from tui.cli.common import err, open_store
 
 DEFAULT_PORT = 8000
+DEFAULT_MAX_TABS = 8  # each tab is an app process of ~80 MB
 TOKEN_ENV = "TUI_WEB_TOKEN"
 SHUTDOWN_TIMEOUT = 5.0  # seconds open connections get when the server stops
 
@@ -44,6 +45,14 @@ def add_parsers(sub: Any, db: argparse.ArgumentParser) -> None:
         help=f"the token browsers must present (default: ${TOKEN_ENV}, which unlike this "
         "option no other user sees in `ps`; else a random one, printed in the URL)",
     )
+    web.add_argument(
+        "--max-tabs",
+        type=_tabs,
+        default=DEFAULT_MAX_TABS,
+        metavar="N",
+        help=f"tabs open at once (default {DEFAULT_MAX_TABS}; each runs an app of ~80 MB): "
+        "one more is closed with the reason",
+    )
 
 
 def _port(text: str) -> int:
@@ -54,6 +63,16 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
     return port
+
+
+def _tabs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of tabs (1 or more)")
+    return n
 
 
 def is_loopback(host: str) -> bool:
@@ -87,7 +106,7 @@ async def cmd_web(args: argparse.Namespace) -> int:
         db = str(store.path.resolve())
     argv = [sys.executable, "-m", "tui", "open", "--db", db]
     _one_line_errors()
-    server = WebServer(argv, token=token, loopback=is_loopback(args.host))
+    server = WebServer(argv, token=token, loopback=is_loopback(args.host), max_tabs=args.max_tabs)
     runner = web.AppRunner(await server._make_app(), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, args.host, args.port, shutdown_timeout=SHUTDOWN_TIMEOUT)

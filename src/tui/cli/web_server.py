@@ -83,7 +83,9 @@ class WebServer(Server):
     (``?token=``, then a cookie the page sets); on a ``loopback`` address, also a loopback
     Host name."""
 
-    def __init__(self, argv: Sequence[str], *, token: str, loopback: bool) -> None:
+    def __init__(
+        self, argv: Sequence[str], *, token: str, loopback: bool, max_tabs: int = 8
+    ) -> None:
         if not token:
             raise ValueError("tui web always needs a token")
         super().__init__(shlex.join(argv), title="tui")
@@ -91,6 +93,7 @@ class WebServer(Server):
         self.token = token
         self.loopback = loopback
         self.tabs: set[AppTab] = set()
+        self.max_tabs = max_tabs
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
@@ -152,6 +155,14 @@ class WebServer(Server):
         width = _clamp(to_int(request.query.get("width", "80"), 80), MAX_COLUMNS)
         height = _clamp(to_int(request.query.get("height", "24"), 24), MAX_ROWS)
         await websocket.prepare(request)
+        if len(self.tabs) >= self.max_tabs:
+            # Each tab is an app process: without a cap, tabs left open add up to gigabytes.
+            n = len(self.tabs)
+            open_ = "1 tab is" if n == 1 else f"{n} tabs are"
+            why = f"{open_} open (--max-tabs {self.max_tabs}): close one"
+            print(f"tui web: refused a tab: {why}", file=sys.stderr, flush=True)
+            await websocket.close(code=WSCloseCode.TRY_AGAIN_LATER, message=why.encode())
+            return websocket
         tab = AppTab(
             self.argv,
             write_bytes=websocket.send_bytes,
