@@ -33,7 +33,9 @@ def start(
     # attempt this is. One statement moves it, counts the attempt and says whether anyone
     # ever asked about the task (most never are: no read of the questions then).
     move = tasks.Move(task_id, State.QUEUED, State.RUNNING, "", {"retry_at": None})
-    moved = tasks.move_row(t, move, now, sets=_COUNT_ATTEMPT, returning=_ASKED)
+    moved = tasks.move_row(
+        t, move, now, sets=_COUNT_ATTEMPT, returning=_ASKED, read=tasks.STARTED_COLS
+    )
     if moved is None:
         return None
     row, current = moved
@@ -57,7 +59,7 @@ def start(
         if attempt > 1
         else []
     )
-    # ``rec`` was read before this run's row existed: give it this run's start.
+    # ``rec`` was read before this run's row existed: give it this run's start (no node yet).
     rec.run_started_at, rec.run_ended_at = now, None
     asked_about = questions.of_task(t, task_id) if asked else []
     return RunStart(run_id, attempt, [RunRecord(*r) for r in runs], asked_about, rec)
