@@ -98,6 +98,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         # on_error, on_max_retries and hooks for tasks (and files) that do not set them.
         self.defaults = defaults
         self.store = store
+        self._db_path: str | None = None
         self.id = uuid.uuid4().hex
         self.auto_approve = auto_approve
         self.clock = clock or RealClock()
@@ -144,7 +145,10 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
 
     @property
     def db_path(self) -> str:
-        return str(self.store.path)
+        # Made once: every run's environment and end log name it (str(Path) each time).
+        if self._db_path is None:
+            self._db_path = str(self.store.path)
+        return self._db_path
 
     # -- life cycle ------------------------------------------------------------------------
 
