@@ -172,6 +172,26 @@ async def test_a_runs_process_is_stored_alone_soon_when_no_call_comes(store: Sto
             await asyncio.sleep(0.005)
 
 
+async def test_a_runs_end_writes_its_process_when_it_comes_first(store: Store) -> None:
+    """A run that ends before its process was written: the end's statement writes it, with
+    no statement of the process's own."""
+    run_id = await _running(store, "a")
+    updates: list[str] = []
+
+    def trace(sql: str) -> None:
+        if sql.startswith("UPDATE runs"):
+            updates.append(sql)
+
+    await store._db.run(lambda conn: conn.set_trace_callback(trace))
+    store.note_run_process(run_id, 4242, 4242, lambda: 99)
+    await store.end_run(run_id, outcome="COMPLETED", exit_code=0)
+    await store.close()  # a rider still waiting would be written now
+    assert len(updates) == 1  # the end's own
+    with sqlite3.connect(store.path) as conn:
+        row = conn.execute("SELECT pid, pgid, proc_start, outcome FROM runs").fetchone()
+    assert row == (4242, 4242, 99, "COMPLETED")
+
+
 async def test_a_runs_process_not_yet_stored_is_stored_by_close(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "tui.db")
     run_id = await _running(store, "a")
@@ -183,12 +203,13 @@ async def test_a_runs_process_not_yet_stored_is_stored_by_close(tmp_path: Path) 
 async def test_a_failing_rider_takes_no_call_down(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
+    broken_run = await _running(store, "b")
     run_id = await _running(store, "a")
 
     def broken() -> int | None:
         raise sqlite3.OperationalError("no such thing")
 
-    store.note_run_process(run_id, 1, 1, broken)
+    store.note_run_process(broken_run, 1, 1, broken)
     store.note_run_process(run_id, 4242, 4242, lambda: 99)
     await store.set_run_session(run_id, "s")
     assert _stored_pid(store, run_id) == 4242

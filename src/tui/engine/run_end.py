@@ -56,7 +56,8 @@ class RunEnd(EngineCore):
             # A parent retried by hand runs nothing: it goes back to waiting on its children.
             await self._finish(run, RunResult(State.COMPLETED, exit_code=0))
             return
-        await show_continuation(self.output, run, began)
+        if began.questions:  # a message of a person's to show first (most runs have none)
+            await show_continuation(self.output, run, began)
         try:
             prepared = prepare(with_previous(rec), self._tasks.get)
         except WorkflowError as e:
@@ -68,8 +69,11 @@ class RunEnd(EngineCore):
             if dep_id in self._tasks:
                 self._tasks[dep_id] = replace(self._tasks[dep_id], summary=summary)
         try:
-            async with in_worktree(self.worktrees, prepared.rec, run, host) as (here, failed):
-                result = failed or await self.executor.run(run, here, began, host)
+            if prepared.rec.task.worktree is None:  # no context manager's steps to go through
+                result = await self.executor.run(run, prepared.rec, began, host)
+            else:
+                async with in_worktree(self.worktrees, prepared.rec, run, host) as (here, failed):
+                    result = failed or await self.executor.run(run, here, began, host)
         finally:
             prepared.cleanup()
         await self._finish(run, result)

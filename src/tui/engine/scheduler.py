@@ -98,6 +98,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         # on_error, on_max_retries and hooks for tasks (and files) that do not set them.
         self.defaults = defaults
         self.store = store
+        self._db_path: str | None = None
         self.id = uuid.uuid4().hex
         self.auto_approve = auto_approve
         self.clock = clock or RealClock()
@@ -117,7 +118,10 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         self._running: dict[str, Run] = {}
         self._runners: set[asyncio.Task[None]] = set()  # until each has fully finished
         self._wake = asyncio.Event()
-        self._changed = asyncio.Condition()
+        # Futures of those waiting for the next change (``wait_settled``): set by
+        # ``_changed_now``, a few times a run; a Condition cost a lock taken and given back
+        # at each of them.
+        self._change_waiters: list[asyncio.Future[None]] = []
         self._loops: list[asyncio.Task[None]] = []
         self._started = False
         # Held while a batch is submitted, so priorities order the whole batch.
@@ -141,7 +145,10 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
 
     @property
     def db_path(self) -> str:
-        return str(self.store.path)
+        # Made once: every run's environment and end log name it (str(Path) each time).
+        if self._db_path is None:
+            self._db_path = str(self.store.path)
+        return self._db_path
 
     # -- life cycle ------------------------------------------------------------------------
 
@@ -384,8 +391,10 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
             seen = next((i for i, t in enumerate(ids) if not self.settled(t)), len(ids))
             return seen == len(ids)
 
-        async with self._changed:
-            await self._changed.wait_for(all_settled)
+        while not all_settled():
+            fut = asyncio.get_running_loop().create_future()
+            self._change_waiters.append(fut)
+            await fut
 
     @property
     def has_tasks(self) -> bool:
@@ -416,8 +425,11 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
 
     async def _changed_now(self) -> None:
         self._wake.set()
-        async with self._changed:
-            self._changed.notify_all()
+        if self._change_waiters:
+            waiters, self._change_waiters = self._change_waiters, []
+            for fut in waiters:
+                if not fut.done():  # a waiter cancelled meanwhile
+                    fut.set_result(None)
 
     # -- state changes: every one is a checked store transition ------------------------------
 

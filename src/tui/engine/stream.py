@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 
 from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
@@ -19,34 +20,46 @@ SUBSCRIBER_BACKLOG = 50_000  # events + lines a viewer may lag before it reads b
 
 
 class _Subscriber:
-    """One viewer of the event stream, and how far behind it is (in events and lines)."""
+    """One viewer of the event stream, and how far behind it is (in events and lines).
+
+    Its items wait in a deque, its reader on one future: an ``asyncio.Queue`` cost ~10
+    Python calls an item (put, get and their bookkeeping), for every event of every run."""
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self.items: deque[Event] = deque()
+        self._waiter: asyncio.Future[None] | None = None
         self.backlog = 0
         self.lagging = False
 
     def offer(self, item: Event) -> None:
         if self.lagging:
             return  # it will read this back from the store
-        self.backlog += _weight(item)
+        self.backlog += item.count if isinstance(item, OutputBatch) else 1
         if self.backlog > SUBSCRIBER_BACKLOG:
             self.lagging = True
-        self.queue.put_nowait(item)  # when lagging, it wakes a reader waiting on an empty queue
+        self.items.append(item)  # when lagging, it wakes a reader waiting on an empty queue
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():  # its reader was cancelled
+                waiter.set_result(None)
 
-    def taken(self, item: Event) -> None:
-        self.backlog -= _weight(item)
+    async def wait(self) -> None:
+        """Until an item is offered (at once if one waits)."""
+        while not self.items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            await waiter
+
+    def take(self) -> Event:
+        item = self.items.popleft()
+        self.backlog -= item.count if isinstance(item, OutputBatch) else 1
+        return item
 
     def catch_up(self) -> None:
         """Forget the queue: everything in it is stored and will be read back."""
         self.lagging = False
         self.backlog = 0
-        while not self.queue.empty():
-            self.queue.get_nowait()
-
-
-def _weight(item: Event) -> int:
-    return item.count if isinstance(item, OutputBatch) else 1
+        self.items.clear()
 
 
 class EventStream:
@@ -91,9 +104,9 @@ class EventStream:
                     last = advance(last, item)
                     yield item
                 while not sub.lagging:
-                    item = await sub.queue.get()
-                    sub.taken(item)
-                    fresh = newer(item, last)
+                    if not sub.items:
+                        await sub.wait()
+                    fresh = newer(sub.take(), last)
                     if fresh is not None:
                         last = advance(last, fresh)
                         yield fresh

@@ -58,6 +58,9 @@ class Store:
         self.path = path
         self._identity = identity
         self._changes_at_open = -1  # rows changed by the connection when opened (see close)
+        # Runs' processes noted (``note_run_process``) and not yet written: the run's end takes
+        # its own into its statement when it comes first, else the rider writes it.
+        self._procs: dict[int, runs.Process] = {}
 
     @property
     def on_event(self) -> Callable[[EventRecord], None] | None:
@@ -256,8 +259,28 @@ class Store:
     ) -> None:
         """``set_run_process`` without a round trip of its own: written with the next
         transaction anyone makes (a run's end at the latest), or alone within
-        ``tx.RIDE_DELAY``. Until then recovery finds the process by its run's marker."""
-        self._db.ride(lambda t: runs.set_process(t, run_id, pid, pgid, proc_start))
+        ``tx.RIDE_DELAY``. Until then recovery finds the process by its run's marker. The
+        run's end, if called first, writes it in its own statement: one fewer per run."""
+        self._note_process(run_id, (pid, pgid, proc_start))
+
+    def _note_process(self, run_id: int, proc: runs.Process) -> None:
+        self._procs[run_id] = proc
+        self._db.ride(lambda t: self._ride_process(t, run_id, proc))
+
+    def _ride_process(self, t: Tx, run_id: int, proc: runs.Process) -> None:
+        # On the database thread. Not taken out here: a batch that fails is run again, and
+        # this must then write it again. The run's end takes it out (on the loop).
+        if self._procs.get(run_id) is proc:
+            runs.set_process(t, run_id, *proc)
+
+    def _take_process(self, run_id: int) -> runs.Process | None:
+        """The process noted for ``run_id`` and not written yet, for its end to write."""
+        return self._procs.pop(run_id, None)
+
+    def _give_back_process(self, run_id: int, proc: runs.Process | None) -> None:
+        """The end that took it was not stored: the process rides again, as noted."""
+        if proc is not None and not self._db.closed:
+            self._note_process(run_id, proc)
 
     async def set_run_node(self, run_id: int, node: str) -> TaskRecord | None:
         """Where the run runs (a Ray node id), shown in the task list's NODE column."""
@@ -291,21 +314,27 @@ class Store:
         journal row carrying the run's end (else a ``run_ended`` row does); with ``result``
         (JSON) store the task's result in it too: a crash never keeps a run's end without its
         result. Returns the task ``then`` moved (None without one, or if it did not happen)."""
-        return await self._db.call(
-            self._end_job(
-                run_id,
-                outcome=outcome,
-                exit_code=exit_code,
-                error=error,
-                cost_usd=cost_usd,
-                tokens_in=tokens_in,
-                tokens_out=tokens_out,
-                session_id=session_id,
-                then=then,
-                result=result,
-                base=base,
+        proc = self._take_process(run_id)
+        try:
+            return await self._db.call(
+                self._end_job(
+                    run_id,
+                    outcome=outcome,
+                    exit_code=exit_code,
+                    error=error,
+                    cost_usd=cost_usd,
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
+                    session_id=session_id,
+                    then=then,
+                    result=result,
+                    base=base,
+                    proc=proc,
+                )
             )
-        )
+        except BaseException:
+            self._give_back_process(run_id, proc)
+            raise
 
     async def end_run_then_start(
         self,
@@ -318,13 +347,18 @@ class Store:
         row is committed before its process is started, as with ``start_run``."""
         task_id, engine_id, base = start
         now = time.time()  # one instant: the new run starts as the last one ends
-        ended = self._end_job(run_id, now=now, **end)
+        proc = self._take_process(run_id)
+        ended = self._end_job(run_id, now=now, proc=proc, **end)
         deps = _deps(base, task_id)
 
         def tx(t: Any) -> tuple[TaskRecord | None, RunStart | None]:
             return ended(t), runs.start(t, task_id, engine_id, now, deps)
 
-        moved, began = await self._db.call(tx)
+        try:
+            moved, began = await self._db.call(tx)
+        except BaseException:
+            self._give_back_process(run_id, proc)
+            raise
         if began is not None:
             _based(began.task, base)
         return moved, began
@@ -344,8 +378,10 @@ class Store:
         result: str | None = None,
         base: TaskRecord | None = None,
         now: float | None = None,
+        proc: runs.Process | None = None,
     ) -> Callable[[Any], TaskRecord | None]:
-        """The transaction of :meth:`end_run`, to run alone or with another (at ``now``)."""
+        """The transaction of :meth:`end_run`, to run alone or with another (at ``now``);
+        ``proc``, the run's process not yet written, is written with the end."""
         now = time.time() if now is None else now
         then_deps = _deps(base, then.task_id) if then is not None else None
         likely = _likely(base, then.task_id) if then is not None else None
@@ -366,7 +402,14 @@ class Store:
             # ride in its task's move too (one statement on the task's row, not two), or go
             # alone if the task does not move.
             ended = runs.end(
-                t, run_id, fields, now, journal=then is None, result=result, totals=then is None
+                t,
+                run_id,
+                fields,
+                now,
+                journal=then is None,
+                result=result,
+                totals=then is None,
+                proc=proc,
             )
             if then is None:
                 return None

@@ -15,6 +15,10 @@ COLS = (
     " outcome, error, cost_usd, tokens_in, tokens_out, session_id, node"
 )
 
+# A run's process as the engine learnt it: pid, process group, and its start time (a function:
+# it is read on the database thread, /proc of a child in exec can make it wait).
+Process = tuple[int, int, int | Callable[[], int | None] | None]
+
 _COUNT_ATTEMPT: tasks.Sets = ("attempts = attempts + 1", ())
 _ASKED = ", EXISTS (SELECT 1 FROM questions WHERE task_id = tasks.id)"
 
@@ -29,7 +33,9 @@ def start(
     # attempt this is. One statement moves it, counts the attempt and says whether anyone
     # ever asked about the task (most never are: no read of the questions then).
     move = tasks.Move(task_id, State.QUEUED, State.RUNNING, "", {"retry_at": None})
-    moved = tasks.move_row(t, move, now, sets=_COUNT_ATTEMPT, returning=_ASKED)
+    moved = tasks.move_row(
+        t, move, now, sets=_COUNT_ATTEMPT, returning=_ASKED, read=tasks.STARTED_COLS
+    )
     if moved is None:
         return None
     row, current = moved
@@ -53,7 +59,7 @@ def start(
         if attempt > 1
         else []
     )
-    # ``rec`` was read before this run's row existed: give it this run's start.
+    # ``rec`` was read before this run's row existed: give it this run's start (no node yet).
     rec.run_started_at, rec.run_ended_at = now, None
     asked_about = questions.of_task(t, task_id) if asked else []
     return RunStart(run_id, attempt, [RunRecord(*r) for r in runs], asked_about, rec)
@@ -100,33 +106,32 @@ def end(
     journal: bool = True,
     result: str | None = None,
     totals: bool = True,
+    proc: Process | None = None,
 ) -> dict[str, Any] | None:
     """Close a run (once) and add its cost and tokens to the task's totals (and store
     ``result`` as the task's, if given). Returns what the journal says of it (None if it was
     already closed); ``journal=False`` leaves writing that to the caller (:func:`journal_end`,
     or the data of the task's next state), ``totals=False`` the totals and the result
-    (:func:`totals`: the assignments for the task's next move, or :func:`add_totals`)."""
+    (:func:`totals`: the assignments for the task's next move, or :func:`add_totals`).
+    ``proc``: the run's process, written in the same statement (not by one of its own)."""
     f = fields
+    args = (
+        now,
+        f["outcome"],
+        f["exit_code"],
+        f["error"],
+        f["cost_usd"],
+        f["tokens_in"],
+        f["tokens_out"],
+        f["session_id"],
+    )
     # One statement closes it only if still open and says whose it is (a SELECT first cost
     # one more per run).
-    rows = t.all(
-        "UPDATE runs SET ended_at = ?, outcome = ?, exit_code = ?, error = ?, cost_usd = ?,"
-        " tokens_in = ?, tokens_out = ?,"
-        # A run closed without one (recovery) keeps the session it reported earlier.
-        " session_id = coalesce(nullif(?, ''), session_id)"
-        " WHERE id = ? AND ended_at IS NULL RETURNING task_id",
-        (
-            now,
-            f["outcome"],
-            f["exit_code"],
-            f["error"],
-            f["cost_usd"],
-            f["tokens_in"],
-            f["tokens_out"],
-            f["session_id"],
-            run_id,
-        ),
-    )
+    if proc is None:
+        rows = t.all(_END, (*args, run_id))
+    else:
+        pid, pgid, start = proc
+        rows = t.all(_END_PROCESS, (*args, pid, pgid, _start_time(start), run_id))
     if not rows:
         if result is not None:
             set_task_result(t, run_id, result)
@@ -138,6 +143,30 @@ def end(
     if journal:
         journal_end(t, data, now)
     return data
+
+
+_END_SETS = (
+    "UPDATE runs SET ended_at = ?, outcome = ?, exit_code = ?, error = ?, cost_usd = ?,"
+    " tokens_in = ?, tokens_out = ?,"
+    # A run closed without one (recovery) keeps the session it reported earlier.
+    " session_id = coalesce(nullif(?, ''), session_id)"
+)
+_END = _END_SETS + " WHERE id = ? AND ended_at IS NULL RETURNING task_id"
+_END_PROCESS = (
+    _END_SETS + ", pid = ?, pgid = ?, proc_start = ? WHERE id = ? AND ended_at IS NULL"
+    " RETURNING task_id"
+)
+
+
+def _start_time(start: int | Callable[[], int | None] | None) -> int | None:
+    """A process's start time, as ``set_process`` takes it; None if it cannot be read (the
+    run's end is stored all the same: recovery then leaves the process alone)."""
+    if not callable(start):
+        return start
+    try:
+        return start()
+    except Exception:
+        return None
 
 
 def totals(fields: dict[str, Any], result: str | None) -> tasks.Sets:

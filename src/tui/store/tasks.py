@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from tui.model.states import State, valid_transition
+from tui.model.states import TRANSITIONS, State, valid_transition
 from tui.model.task import Task, priority_rank
 from tui.store.errors import StoreError
 from tui.store.records import TaskRecord
@@ -24,6 +24,9 @@ READ_COLS = (
     " (SELECT ended_at FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1),"
     " (SELECT node FROM runs WHERE task_id = tasks.id ORDER BY id DESC LIMIT 1), summary"
 )
+# What a run's start returns: the latest run is the one it starts, its times and node known
+# without reading the runs table (three lookups per start).
+STARTED_COLS = COLS + ", NULL, NULL, NULL, summary"
 _SEQ = 17  # submit_seq's place in the columns
 
 # More assignments for a move's UPDATE: (SQL of ours, its arguments).
@@ -85,7 +88,12 @@ def legal_from(move: Move) -> list[State]:
     ``move.to``, in the order given."""
     expected = move.expected
     states = (expected,) if isinstance(expected, State) else expected
-    return [s for s in states if valid_transition(s, move.to)]
+    to = move.to
+    # The table's own pairs when both are States (valid_transition makes States of its
+    # arguments first: ~1 µs a check, two checks a transition).
+    if type(to) is State:
+        return [s for s in states if (s, to) in TRANSITIONS or valid_transition(s, to)]
+    return [s for s in states if valid_transition(s, to)]
 
 
 def move_row(
@@ -95,11 +103,12 @@ def move_row(
     likely: State | None = None,
     sets: Sets = NO_SETS,
     returning: str = "",
+    read: str = READ_COLS,
 ) -> tuple[tuple[Any, ...], State] | None:
     """The compare-and-set itself: (the task's row as the move left it, the state it left),
     or None. Only a state of :func:`legal_from` is ever left. One ``UPDATE … WHERE state = ?``
     when only one state can be left, or when ``likely`` (the caller's belief) is right; the
-    task's state is read first only otherwise. The row is ``READ_COLS`` then ``returning``;
+    task's state is read first only otherwise. The row is ``read`` then ``returning``;
     ``sets``: more assignments made with the move (SQL of ours, never user text, and its
     arguments), e.g. ``("attempts = attempts + 1", ())``.
     """
@@ -108,30 +117,37 @@ def move_row(
         return None
     guess = allowed[0] if len(allowed) == 1 else likely if likely in allowed else None
     if guess is not None:
-        row = _set_state(t, move, guess, now, sets, returning)
+        row = _set_state(t, move, guess, now, sets, returning, read)
         if row is not None or len(allowed) == 1:
             return (row, guess) if row is not None else None
     found = t.one("SELECT state FROM tasks WHERE id = ?", (move.task_id,))
     if not found or found[0] == guess or found[0] not in allowed:
         return None
     current = _STATES[found[0]]
-    row = _set_state(t, move, current, now, sets, returning)
+    row = _set_state(t, move, current, now, sets, returning, read)
     return (row, current) if row is not None else None
 
 
 def _set_state(
-    t: Tx, move: Move, current: State, now: float, sets: Sets, returning: str
+    t: Tx, move: Move, current: State, now: float, sets: Sets, returning: str, read: str
 ) -> tuple[Any, ...] | None:
-    cols = {"state": move.to.value, "reason": move.reason, "updated_at": now, **move.updates}
+    cols = {"state": VALUES[move.to], "reason": move.reason, "updated_at": now, **move.updates}
     more, more_args = sets
-    # ``sets`` first: the move's own columns are assigned last, and SQLite keeps the last
-    # assignment of a column (a move that sets ``result`` overrides the run's).
-    assigns = (f"{more}, " if more else "") + ", ".join(f"{k} = ?" for k in cols)
-    rows = t.all(
-        f"UPDATE tasks SET {assigns} WHERE id = ? AND state = ? RETURNING {READ_COLS}{returning}",
-        (*more_args, *cols.values(), move.task_id, current.value),
-    )
+    key = (more, tuple(move.updates), read + returning)  # what the statement's text says
+    sql = _UPDATES.get(key)
+    if sql is None:
+        # ``sets`` first: the move's own columns are assigned last, and SQLite keeps the last
+        # assignment of a column (a move that sets ``result`` overrides the run's).
+        assigns = (f"{more}, " if more else "") + ", ".join(f"{k} = ?" for k in cols)
+        sql = f"UPDATE tasks SET {assigns} WHERE id = ? AND state = ? RETURNING {read}"
+        sql = _UPDATES[key] = sql + returning
+    rows = t.all(sql, (*more_args, *cols.values(), move.task_id, VALUES[current]))
     return rows[0] if len(rows) == 1 else None
+
+
+# The text of each kind of move's UPDATE, made once: a handful of kinds (a queue move, a
+# start, a run's end with its totals...), each made ~1,000 times a run of 1,000 tasks.
+_UPDATES: dict[tuple[str, tuple[str, ...], str], str] = {}
 
 
 def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[TaskRecord]:
@@ -249,6 +265,8 @@ def _existing_ids(t: Tx, wanted: Sequence[str]) -> set[str]:
 
 
 _STATES = {s.value: s for s in State}
+# Each state's text: a dict lookup (a StrEnum hashes as its text) costs a quarter of ``.value``.
+VALUES: dict[State | str, str] = {s: s.value for s in State}
 
 
 def from_row(row: tuple[Any, ...], deps: list[str]) -> TaskRecord:
