@@ -455,12 +455,19 @@ def _start_time(pid: int) -> int:
         return 0
 
 
+def _hangup(signum: int, frame: object) -> None:
+    """Nothing to do: the keeper outlives its terminal."""
+
+
 def main() -> None:
     fd = int(sys.argv[1])
     os.set_inheritable(fd, False)  # the agents must not hold the engine's socket open
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal is not the engine's end
+    # A closed terminal is not the engine's end. Caught, not ignored: an exec resets a caught
+    # signal to its default, while an ignored one stays ignored in every agent (a script's
+    # `trap … HUP` then never runs).
+    signal.signal(signal.SIGHUP, _hangup)
     Keeper(sock).run()
 
 
