@@ -175,8 +175,10 @@ def main() -> int:
         "--against",
         metavar="TREE",
         type=Path,
+        action="append",
+        default=[],
         help="also run tui from this source tree (e.g. `git archive` of another commit) as the"
-        " row tui@TREE: a before/after in the same run",
+        " row tui@TREE: a before/after in the same run (may be given more than once)",
     )
     ap.add_argument("--json", metavar="PATH", help="write the results here as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (printed)")
@@ -196,8 +198,8 @@ def main() -> int:
     # -- tui ---------------------------------------------------------------------------------
     # (label, yaml, extra args): the steps of starting a plain command without a shell.
     variants: list[tuple[str, Path, list[str]]] = [("tui", tmp / "dag.yaml", [])]
-    if ns.against is not None:
-        variants.append((f"tui@{ns.against.name}", tmp / "dag.yaml", []))
+    trees = {f"tui@{tree.name}": tree for tree in ns.against}
+    variants.extend((label, tmp / "dag.yaml", []) for label in trees)
     if ns.steps:
         (tmp / "dag-bin-true.yaml").write_text(tui_yaml(n, "/bin/true"))
         bash = shutil.which("bash") or "/bin/bash"
@@ -209,10 +211,13 @@ def main() -> int:
             *variants,
         ]
     env = bytecode_env()
-    against_env = {**env, "PYTHONPATH": str((ns.against or Path()).absolute() / "src")}
-    if ns.against is not None:
-        src = str(ns.against / "src")
-        subprocess.run([sys.executable, "-m", "compileall", "-q", src], env=env, check=True)
+    tree_envs = {
+        label: {**env, "PYTHONPATH": str(tree.absolute() / "src")} for label, tree in trees.items()
+    }
+    for tree in trees.values():
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(tree / "src")], env=env, check=True
+        )
     startup = timed([*tui_argv(), "--version"], env=env)
     breakdowns: dict[str, list[dict[str, float]]] = {}
     for label, yaml, extra in variants:
@@ -220,11 +225,11 @@ def main() -> int:
 
         def tui_once(i: int, label=label, yaml=yaml, extra=extra) -> Timing:
             db = tmp / f"{label.replace('/', '_')}-{i}.sqlite"
-            other = label.startswith("tui@")  # `python -m tui` finds the other tree first
+            other = label in trees  # `python -m tui` finds the other tree first
             tui = [sys.executable, "-m", "tui"] if other else tui_argv()
             argv = [*tui, "run", str(yaml), "--concurrency", str(conc), *extra]
             launched = time.time()
-            got = run_timed([*argv, "--db", str(db)], cwd=tmp, env=against_env if other else env)
+            got = run_timed([*argv, "--db", str(db)], cwd=tmp, env=tree_envs.get(label, env))
             breakdowns[label].append(check_tui_db(db, n, launched))
             return got
 

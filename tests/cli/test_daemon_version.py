@@ -83,3 +83,36 @@ def test_a_busy_daemon_of_another_tui_is_named_with_how_to_restart_it(
     assert stopped.returncode == 0 and f"(pid {old}) stopped" in stopped.stdout
     gate.touch()
     follower.communicate(timeout=60)
+
+
+def test_a_daemon_whose_agent_waits_for_an_answer_is_busy_not_restarted(
+    tui: Tui, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task waiting in `tui ask` needs you (READY), but its agent runs: restarting the daemon
+    would interrupt it and run it again."""
+    old = start_old_daemon(tui, monkeypatch)
+    ask = 'echo "got $(tui ask "Which database?" --option SQLite --option PostgreSQL)"'
+    asking = write_tasks(tui.dir / "ask.yaml", [shell_task("pick", ask)])
+    follower = tui.popen("run", str(asking))
+    wait_until(lambda: tui.state_of("pick") == "READY", "pick to ask", proc=follower)
+    follower.kill()  # no viewer is left: only the waiting agent keeps the daemon busy
+    follower.communicate(timeout=60)
+    wait_until(lambda: status(tui)["viewers"] == 0, "the follower's stream to close")
+    assert [r["name"] for r in status(tui)["running_tasks"]] == ["pick"]
+    monkeypatch.delenv(VERSION_ENV)
+
+    f = write_tasks(tui.dir / "t.yaml", [shell_task("new", "echo hi")])
+    res = tui("run", str(f))
+    assert res.returncode == 1, str(res)
+    assert f"runs tui {OLD}, this is tui {software_version()}" in res.stderr
+    assert status(tui)["pid"] == old and tui.state_of("pick") == "READY"
+
+    monkeypatch.setenv(VERSION_ENV, OLD)  # the old tui answers: its agent goes on, once
+    [q] = json.loads(tui("questions", "--json").stdout)
+    assert tui("answer", q["id"][:8], "2").returncode == 0
+    wait_until(lambda: tui.state_of("pick") == "COMPLETED", "pick to finish")
+    assert [ln.text for ln in tui.output()] == ["got PostgreSQL"]
+    runs = tui.sql(
+        "SELECT count(*) FROM runs JOIN tasks ON tasks.id = runs.task_id WHERE name = ?", ("pick",)
+    )
+    assert runs == [(1,)]

@@ -272,7 +272,9 @@ class DaemonServer:
 
     async def status(self) -> api.StatusReply:
         tasks = await self.engine.list_tasks()
-        running = [r for r in tasks if r.state == State.RUNNING]
+        # Stopping the daemon would interrupt an agent waiting for an answer too.
+        live = self.engine.running_ids()
+        running = [r for r in tasks if r.id in live or r.state == State.RUNNING]
         return api.StatusReply(
             protocol=wire.PROTOCOL,
             pid=os.getpid(),

@@ -371,6 +371,11 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
     async def list_tasks(self) -> list[TaskRecord]:
         return sorted(self._tasks.values(), key=lambda r: r.submit_seq)
 
+    def running_ids(self) -> set[str]:
+        """The tasks whose agent runs now: RUNNING ones, and those that need a person while
+        their agent waits (a question asked with `tui ask`: READY, its process alive)."""
+        return set(self._running)
+
     def settled(self, task_id: str) -> bool:
         """Nothing more will happen to this task without a person."""
         return self._tasks[task_id].settled
