@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.notifications import Notify
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
@@ -47,6 +48,7 @@ from tui.model.states import UNSUCCESSFUL, State
 from tui.store.records import OutputLine, TaskRecord
 
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
+MAX_TOASTS = 2  # more at once (a burst at start) would cover the output pane
 
 
 RESULT_WIDTH = 40  # characters of a result shown under the output pane
@@ -84,6 +86,9 @@ class TuiApp(AppActions):
     /* Compact footer keys keep a margin after them: the palette's hint, docked right, would
        leave a cell where keys that overflow the footer show through ("^p paletten"). */
     Footer.-compact FooterKey.-command-palette { margin-right: 0; }
+    /* Toasts sit over the output pane's foot: as narrow as their text (never over the task
+       list), no blank rows around them, and at most MAX_TOASTS at once (``notify``). */
+    Toast { width: auto; max-width: 45%; padding: 0 1; margin-top: 0; }
     """
     BINDINGS = actions.bindings()  # type: ignore[assignment]  # Textual's list is invariant
 
@@ -400,6 +405,22 @@ class TuiApp(AppActions):
     def notify(self, message: str, *args: Any, **kwargs: Any) -> None:
         if self._toasts or kwargs.get("severity") == "error":
             super().notify(message, *args, **kwargs)
+
+    def on_notify(self, event: Notify) -> None:
+        # Runs before Textual's own handler (the subclass's comes first) adds the toast.
+        self._make_room()
+
+    def _make_room(self) -> None:
+        """Leave room for one more toast among MAX_TOASTS: the oldest that is not a warning
+        or an error goes first, then the oldest. (The list, the status line and the title
+        still say what a dropped one said.)"""
+        # Textual keeps no public handle on shown notifications; these two are its own.
+        shown = list(self._notifications)
+        while len(shown) >= MAX_TOASTS:
+            info = [n for n in shown if n.severity == "information"]
+            old = (info or shown)[0]
+            shown.remove(old)
+            self._unnotify(old, refresh=False)
 
     async def _tell_question(self, task_id: str, kind: str) -> None:
         rec = await self.engine.get(task_id)
