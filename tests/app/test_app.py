@@ -189,7 +189,7 @@ async def test_filter_by_state_and_text(engine: Engine) -> None:
             lambda: table.row_count == 1 and table.selected_id == tasks[1].id,
             "the text filter",
         )
-        await pilot.press("colon", "enter")
+        await pilot.press("colon", "backspace", "enter")  # the filter shown, selected: gone
         await until(pilot, lambda: table.row_count == 3, "the filter to clear")
 
 
@@ -492,6 +492,28 @@ async def test_slash_filters_the_list_and_the_footer_says_so(engine: Engine) -> 
         table = pilot.app.query_one(TaskList)
         await until(pilot, lambda: table.row_count == 1, "the filter")
         assert table.selected_id == tasks[1].id
+
+
+async def test_the_filter_prompt_opens_with_the_filter_in_force(engine: Engine) -> None:
+    """`/` opened an empty prompt over a filtered list: changing the filter meant typing it
+    all again. It opens with the filter, selected: typing replaces it, End keeps it to edit."""
+    tasks = [shell_task("alpha", "true"), shell_task("beta", "true"), shell_task("beta-2", "true")]
+    await engine.submit(tasks)
+    await engine.wait_settled(t.id for t in tasks)
+    async with make_app(engine).run_test(size=(80, 24)) as pilot:
+        table = pilot.app.query_one(TaskList)
+        await until(pilot, lambda: table.row_count == 3, "the tasks")
+        await pilot.press("slash", *"beta", "enter")
+        await until(pilot, lambda: table.row_count == 2, "the filter")
+        await pilot.press("slash")
+        prompt = pilot.app.screen.query_one("#prompt", Input)
+        assert prompt.value == "beta" and prompt.selected_text == "beta"
+        await pilot.press("end", *"-2", "enter")  # edited, not typed again
+        await until(pilot, lambda: table.row_count == 1, "the edited filter")
+        await pilot.press("colon")
+        await until(pilot, lambda: bool(pilot.app.screen.query("#prompt")), "the prompt")
+        await pilot.press(*"alpha", "enter")  # typed over
+        await until(pilot, lambda: table.row_count == 1 and table.selected_id == tasks[0].id, "a")
 
 
 # -- indicators that tell the truth --------------------------------------------------------
