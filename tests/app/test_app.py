@@ -108,6 +108,25 @@ async def test_cancel_and_retry_from_the_keyboard(engine: Engine) -> None:
     assert rec is not None and rec.state == State.CANCELLED and rec.attempts == 2
 
 
+async def test_messages_name_states_as_the_list_does(engine: Engine) -> None:
+    """The list says "done"; the toast said "hello completed" and `c` on it said "hello is
+    COMPLETED: nothing to cancel"."""
+    t = shell_task("hello", "true")
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await engine.submit([t])
+        await engine.wait_settled([t.id])
+
+        def told() -> list[str]:
+            return [str(n.message) for n in app._notifications]
+
+        await until(pilot, lambda: "hello done" in told(), "the done toast")
+        await pilot.press("c")
+        await until(pilot, lambda: any("nothing to cancel" in m for m in told()), "the refusal")
+        assert "hello is done: nothing to cancel" in told()
+        assert not any("COMPLETED" in m for m in told()), told()
+
+
 async def test_cancel_without_asking_when_the_config_says_so(
     engine: Engine, tmp_path: Path
 ) -> None:

@@ -23,7 +23,7 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command("answer", "a", "Answer next question", "Jump to the oldest open question", "Answer"),
-    Command("approve_task", "p", "Approve task", "Let the selected PENDING task run", "Approve"),
+    Command("approve_task", "p", "Approve task", "Let the selected pending task run", "Approve"),
     Command(
         "cancel_task",
         "c",

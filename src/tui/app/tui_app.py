@@ -449,7 +449,7 @@ class TuiApp(AppActions):
             self._desktop("tui", f"failed: {names}")
         if done:
             text = done[0].name if len(done) == 1 else f"{len(done)} tasks"
-            self.notify(f"{text} completed", timeout=3)
+            self.notify(f"{text} done", timeout=3)
             if all(r.settled for r in self._list.records.values()):
                 self._desktop("tui", "all tasks finished")
 
