@@ -216,7 +216,9 @@ class ChoiceCard(QuestionCard):
         Binding("tab", "switch(1, True)", "Next question", show=False),
         Binding("1", "number(1)", "Pick", key_display="1-9"),
         *[Binding(str(n), f"number({n})", f"Pick {n}", show=False) for n in range(2, 10)],
-        Binding("space", "toggle", "Toggle/pick"),
+        # One of the two shows in the footer: what space does for the sub-question in focus.
+        Binding("space", "toggle", "Toggle"),
+        Binding("space", "pick", "Pick"),
         Binding("enter", "submit", "Send"),
     ]
 
@@ -236,7 +238,8 @@ class ChoiceCard(QuestionCard):
 
     def hint_text(self) -> str:
         move = "←/→ question · " if len(self.subs) > 1 else ""
-        space = "toggle" if any(sub.multi for sub in self.subs) else "pick"  # one choice: picks
+        multi = bool(self.subs) and self.subs[self.current].multi
+        space = "toggle" if multi else "pick"  # one choice: space picks
         return f"↑/↓ move · 1-9 pick · space {space} · {move}enter send"
 
     def _render_sub(self, index: int) -> Text:
@@ -261,6 +264,15 @@ class ChoiceCard(QuestionCard):
         old, self.current = self.current, index
         self._refresh_sub(old)
         self._refresh_sub(index, reveal=True)
+        self.show_hint()
+        self.refresh_bindings()  # space toggles or picks as this sub-question allows
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("toggle", "pick"):
+            multi = bool(self.subs) and self.subs[self.current].multi
+            if (action == "toggle") != multi:
+                return False
+        return super().check_action(action, parameters)
 
     # -- actions ----------------------------------------------------------------------
 
@@ -296,6 +308,9 @@ class ChoiceCard(QuestionCard):
     def action_toggle(self) -> None:  # type: ignore[override]
         if self.subs:
             self._choose(self.subs[self.current])
+
+    def action_pick(self) -> None:
+        self.action_toggle()
 
     def _choose(self, sub: SubQuestion) -> None:
         self.show_hint()
