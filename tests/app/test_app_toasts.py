@@ -34,9 +34,11 @@ async def test_a_burst_of_toasts_at_start_leaves_the_output_pane_readable(engine
         toasts = list(app.screen.query(Toast))
         assert len(toasts) <= MAX_TOASTS
         right = app.query_one("#right").region
+        status = app.query_one("#status").region
         for toast in toasts:
             region = toast.region
             assert region.x >= right.x, "a toast covers the task list"
+            assert not region.overlaps(status), "a toast covers the status line"
             assert region.height <= 2, "a toast takes blank rows"
         log = app.query_one("#log").region
         assert sum(t.region.height for t in toasts) <= log.height // 3
