@@ -18,7 +18,7 @@ from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
 from tui.app.widgets.task_list import TaskList
 from tui.engine.scheduler import Engine
-from tui.model.states import State
+from tui.model.states import State, being
 from tui.store.db import Store
 
 SIZE = (120, 40)
@@ -106,6 +106,13 @@ async def test_cancel_and_retry_from_the_keyboard(engine: Engine) -> None:
         await engine.wait_settled([t.id])
     rec = await engine.get(t.id)
     assert rec is not None and rec.state == State.CANCELLED and rec.attempts == 2
+
+
+def test_a_state_reads_in_a_sentence() -> None:
+    """ "slow-migration is timed out: nothing to cancel", "ask is needs you" were the words
+    dropped into "X is STATE" sentences."""
+    assert being(State.TIMED_OUT) == "timed out" and being(State.READY) == "needs you"
+    assert being(State.COMPLETED) == "is done" and being(State.CANCELLED) == "is cancelled"
 
 
 async def test_messages_name_states_as_the_list_does(engine: Engine) -> None:

@@ -43,7 +43,7 @@ from tui.engine import api
 from tui.engine.copies import ambiguous_names, copies_text, unfinished_copies
 from tui.engine.scheduler import Engine, EngineError
 from tui.model.issues import Issue, TaskFileError
-from tui.model.states import State
+from tui.model.states import State, being
 from tui.model.task import Task, default_worktree
 from tui.store.records import TaskRecord
 
@@ -126,7 +126,7 @@ class AppActions(App[None]):
             # Said before the comment is asked for, not after it was typed in vain.
             if not any(q.kind == "review" for q in await self.engine.questions(task_id)):
                 rec = self._list.records.get(task_id)
-                what = f"{rec.name} is {rec.state}" if rec else "the selected task is"
+                what = f"{rec.name} {being(rec.state)}" if rec else "the selected task is"
                 self.notify(f"{what} and not waiting for a review", severity="warning")
                 return
 

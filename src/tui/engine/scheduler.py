@@ -49,7 +49,7 @@ from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
 from tui.engine.subtasks import Subtasks
 from tui.engine.worktree_runs import plan_worktrees
 from tui.engine.worktrees import Worktrees
-from tui.model.states import UNSUCCESSFUL, State, label
+from tui.model.states import UNSUCCESSFUL, State, being, label
 from tui.model.task import Task
 from tui.model.workflow import FileDefaults
 from tui.procs.process import Child, ProcIdentity, identity_alive, proc_start_time
@@ -285,7 +285,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
     async def approve(self, task_id: str) -> str:
         rec = self._get(task_id)
         if rec.state != State.PENDING:
-            raise EngineError(f"{rec.name} is {label(rec.state)}; only pending tasks need approval")
+            raise EngineError(f"{rec.name} {being(rec.state)}; only pending tasks need approval")
         if rec.approved:
             return f"{rec.name} was already approved"
         new = await self.store.update_task_record(task_id, rec, approved=1)
@@ -326,13 +326,13 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
             await self._cascade_failure(task_id)
             await self._changed_now()
             return f"cancelled the pending retry of {rec.name}; it stays {label(rec.state)}"
-        raise EngineError(f"{rec.name} is {label(rec.state)}: nothing to cancel")
+        raise EngineError(f"{rec.name} {being(rec.state)}: nothing to cancel")
 
     async def retry(self, task_id: str) -> str:
         rec = self._get(task_id)
         if rec.state not in UNSUCCESSFUL and rec.state not in (State.BLOCKED, State.SKIPPED):
             raise EngineError(
-                f"{rec.name} is {label(rec.state)}; only failed, timed-out, cancelled, over-budget "
+                f"{rec.name} {being(rec.state)}; only failed, timed-out, cancelled, over-budget "
                 "or skipped tasks can be retried"
             )
         waiting = self.graph.unfinished(rec, self._tasks.get)

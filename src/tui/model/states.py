@@ -110,6 +110,13 @@ def label(state: State | str) -> str:
     return LABELS[State(state)]
 
 
+def being(state: State | str) -> str:
+    """``state`` after a task's name in a sentence: "lint is done", "build timed out",
+    "ask needs you"."""
+    word = label(state)
+    return word if State(state) in (S.READY, S.TIMED_OUT) else f"is {word}"
+
+
 def valid_transition(src: State | str, dst: State | str) -> bool:
     """True when the table allows moving a task from ``src`` to ``dst``."""
     try:
