@@ -31,6 +31,9 @@ async def test_a_burst_of_toasts_at_start_leaves_the_output_pane_readable(engine
             await until(pilot, lambda: bool(app._list.records.keys() >= {task.id}), task.name)  # noqa: B023
         await until(pilot, lambda: app._panel.count == 1, "the question")
         await until(pilot, lambda: "has a question" in _toasts_text(app), "its toast")
+        # A long one wraps inside the output pane instead of covering the list's border.
+        app.notify("pick-db is a shell task: only claude, gemini, codex sessions continue")
+        await until(pilot, lambda: "sessions continue" in _toasts_text(app), "the long one")
         toasts = list(app.screen.query(Toast))
         assert len(toasts) <= MAX_TOASTS
         right = app.query_one("#right").region
@@ -39,9 +42,9 @@ async def test_a_burst_of_toasts_at_start_leaves_the_output_pane_readable(engine
             region = toast.region
             assert region.x >= right.x, "a toast covers the task list"
             assert not region.overlaps(status), "a toast covers the status line"
-            assert region.height <= 2, "a toast takes blank rows"
+            assert region.height <= 3, "a toast takes blank rows"
         log = app.query_one("#log").region
-        assert sum(t.region.height for t in toasts) <= log.height // 3
+        assert sum(t.region.height for t in toasts) <= log.height // 3 + 1
 
 
 def _toasts_text(app: TuiApp) -> str:

@@ -88,7 +88,7 @@ class TuiApp(AppActions):
     Footer.-compact FooterKey.-command-palette { margin-right: 0; }
     /* Toasts sit over the output pane's foot: as narrow as their text (never over the task
        list), no blank rows around them, and at most MAX_TOASTS at once (``notify``). */
-    Toast { width: auto; max-width: 45%; padding: 0 1; margin-top: 0; }
+    Toast { width: auto; max-width: 42%; padding: 0 1; margin-top: 0; }
     ToastRack { margin-bottom: 2; }  /* above the status line too, not over its counts */
     """
     BINDINGS = actions.bindings()  # type: ignore[assignment]  # Textual's list is invariant
