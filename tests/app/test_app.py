@@ -590,6 +590,26 @@ async def test_status_counts_cancelled_apart_from_failed(engine: Engine) -> None
         assert "1 failed" in status and "1 cancelled" in status, status
 
 
+async def test_a_retried_task_shows_no_result_of_the_attempt_before(engine: Engine) -> None:
+    """Cancelled, then retried with `r`: while the new attempt ran, the pane's title still
+    said "result: …" of the cancelled one."""
+    t = shell_task("fixtures", 'echo "fixture $TUI_ATTEMPT"; sleep 300')
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=(120, 40)) as pilot:
+        right = pilot.app.query_one("#right")
+        await until(pilot, lambda: "fixture 1" in visible_text(pilot.app.query_one(LogView)), "1")
+        await engine.cancel(t.id)
+        await engine.wait_settled([t.id])
+        rec = await engine.get(t.id)
+        assert rec is not None and rec.result  # what the cancelled attempt left
+        await until(pilot, lambda: "result: fixture 1" in str(right.border_title), "its result")
+        await pilot.press("r")
+        await until(pilot, lambda: "fixture 2" in visible_text(pilot.app.query_one(LogView)), "2")
+        await pilot.pause()
+        assert "result" not in str(right.border_title), right.border_title
+        await engine.cancel(t.id)
+
+
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
 async def test_paused_output_says_so(engine: Engine, size: tuple[int, int]) -> None:
     """At 80 columns too: after the task's name the hint was cut ("paused — G to fo…")."""

@@ -48,6 +48,7 @@ from tui.model.states import UNSUCCESSFUL, State
 from tui.store.records import OutputLine, TaskRecord
 
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
+UNDER_WAY = frozenset({State.PENDING, State.QUEUED, State.RUNNING, State.BLOCKED})
 MAX_TOASTS = 2  # more at once (a burst at start) would cover the output pane
 
 
@@ -285,6 +286,10 @@ class TuiApp(AppActions):
             self._graph_dirty = True
         elif ev.kind == "state":
             self._graph_dirty = True
+        if ev.kind == "state" and (rec := self._list.records.get(ev.task_id)) is not None:
+            # Its run may have stored a summary on the tasks it depends on, which sends no
+            # event of theirs: read them again, or their pane never shows "summary a→b".
+            self._dirty.update(rec.depends_on)
         if ev.kind == "state" and ev.task_id == self._selected:
             self._changes_dirty = True  # a run that ended committed its work
 
@@ -479,8 +484,12 @@ class TuiApp(AppActions):
             title = f"{PAUSED_LABEL} · {title}" if title else PAUSED_LABEL
         # Last, with the task's result, so a glance at a finished task says what it produced
         # (`tui ls --json` has it whole); a narrow pane cuts it first.
-        result = result_line(rec) if rec else ""
-        if rec is not None and rec.summary:  # what its dependents got instead of the result
+        # A task running again still holds its last attempt's result: not this run's.
+        ended = rec is not None and rec.state not in UNDER_WAY
+        result = result_line(rec) if rec and ended else ""
+        if (
+            rec is not None and ended and rec.summary
+        ):  # what its dependents got instead of the result
             sizes = json.loads(rec.summary)
             result += f" · summary {sizes['size_before']}→{sizes['size_after']} chars"
         self._right.border_title = f"{title} · {result}" if result else title
