@@ -18,7 +18,7 @@ from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
 from tui.app.widgets.task_list import TaskList
 from tui.engine.scheduler import Engine
-from tui.model.states import State, being
+from tui.model.states import UNSUCCESSFUL, State, being, label
 from tui.store.db import Store
 
 SIZE = (120, 40)
@@ -250,6 +250,16 @@ async def test_theme_switch_from_the_palette_is_remembered(engine: Engine, tmp_p
     app2 = TuiApp(engine, osc="off", remember_theme=True, toasts=False)
     async with app2.run_test(size=SIZE):
         assert app2.theme == "tui-light"
+
+
+def test_help_names_every_state_retry_takes() -> None:
+    """Help said r retries "failed or cancelled" tasks; it takes timed-out, over-budget and
+    skipped ones too (the engine's refusal names them)."""
+    from tui.app.actions import COMMANDS
+
+    (retry,) = [c for c in COMMANDS if c.id == "retry_task"]
+    for state in (*UNSUCCESSFUL, State.SKIPPED):
+        assert label(state).replace(" ", "-") in retry.help, state
 
 
 async def test_help_lists_every_command(engine: Engine) -> None:

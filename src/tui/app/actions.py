@@ -35,7 +35,7 @@ COMMANDS: tuple[Command, ...] = (
         "retry_task",
         "r",
         "Retry task",
-        "Queue the selected failed or cancelled task again",
+        "Queue the selected failed, timed-out, over-budget, cancelled or skipped task again",
         "Retry",
     ),
     Command("accept_task", "y", "Accept review", "Accept the selected task's result"),
