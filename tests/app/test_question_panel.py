@@ -512,3 +512,18 @@ async def test_the_footer_says_what_space_does_for_the_question_in_focus() -> No
         await pilot.press("space", "down", "space")
         card = app.panel.card("q")
         assert isinstance(card, ChoiceCard) and card.subs[1].answered
+
+
+async def test_a_long_option_wraps_under_its_own_text() -> None:
+    """In the 36-cell right pane of 80×24, "3. Other (type an answer)" wrapped to "answer)"
+    at the card's left edge, under the marks, where the next option's marks begin."""
+    app = PanelApp([question("q", choice("Which database should the service use?", ["SQLite"]))])
+    async with app.run_test(size=(36, 20)) as pilot:
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        (at,) = [i for i, line in enumerate(lines) if "Other (type" in line]
+        assert "answer)" in lines[at + 1], lines
+        assert lines[at + 1].index("answer)") == lines[at].index("Other"), lines
+        (head,) = [i for i, line in enumerate(lines) if "Which database" in line]
+        wrapped = lines[head + 1].strip("┃ ")
+        assert "use?" in wrapped and lines[head + 1].index(wrapped) == lines[head].index("Which")

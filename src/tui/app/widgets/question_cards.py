@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Literal
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.actions import SkipAction
 from textual.app import ComposeResult
@@ -242,7 +243,7 @@ class ChoiceCard(QuestionCard):
         space = "toggle" if multi else "pick"  # one choice: space picks
         return f"↑/↓ move · 1-9 pick · space {space} · {move}enter send"
 
-    def _render_sub(self, index: int) -> Text:
+    def _render_sub(self, index: int) -> RenderableType:
         return self.subs[index].render(
             current=index == self.current,
             number=index + 1 if len(self.subs) > 1 else None,
