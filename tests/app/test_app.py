@@ -18,7 +18,7 @@ from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
 from tui.app.widgets.task_list import TaskList
 from tui.engine.scheduler import Engine
-from tui.model.states import State
+from tui.model.states import UNSUCCESSFUL, State, being, label
 from tui.store.db import Store
 
 SIZE = (120, 40)
@@ -108,6 +108,32 @@ async def test_cancel_and_retry_from_the_keyboard(engine: Engine) -> None:
     assert rec is not None and rec.state == State.CANCELLED and rec.attempts == 2
 
 
+def test_a_state_reads_in_a_sentence() -> None:
+    """ "slow-migration is timed out: nothing to cancel", "ask is needs you" were the words
+    dropped into "X is STATE" sentences."""
+    assert being(State.TIMED_OUT) == "timed out" and being(State.READY) == "needs you"
+    assert being(State.COMPLETED) == "is done" and being(State.CANCELLED) == "is cancelled"
+
+
+async def test_messages_name_states_as_the_list_does(engine: Engine) -> None:
+    """The list says "done"; the toast said "hello completed" and `c` on it said "hello is
+    COMPLETED: nothing to cancel"."""
+    t = shell_task("hello", "true")
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await engine.submit([t])
+        await engine.wait_settled([t.id])
+
+        def told() -> list[str]:
+            return [str(n.message) for n in app._notifications]
+
+        await until(pilot, lambda: "hello done" in told(), "the done toast")
+        await pilot.press("c")
+        await until(pilot, lambda: any("nothing to cancel" in m for m in told()), "the refusal")
+        assert "hello is done: nothing to cancel" in told()
+        assert not any("COMPLETED" in m for m in told()), told()
+
+
 async def test_cancel_without_asking_when_the_config_says_so(
     engine: Engine, tmp_path: Path
 ) -> None:
@@ -189,7 +215,7 @@ async def test_filter_by_state_and_text(engine: Engine) -> None:
             lambda: table.row_count == 1 and table.selected_id == tasks[1].id,
             "the text filter",
         )
-        await pilot.press("colon", "enter")
+        await pilot.press("colon", "backspace", "enter")  # the filter shown, selected: gone
         await until(pilot, lambda: table.row_count == 3, "the filter to clear")
 
 
@@ -224,6 +250,16 @@ async def test_theme_switch_from_the_palette_is_remembered(engine: Engine, tmp_p
     app2 = TuiApp(engine, osc="off", remember_theme=True, toasts=False)
     async with app2.run_test(size=SIZE):
         assert app2.theme == "tui-light"
+
+
+def test_help_names_every_state_retry_takes() -> None:
+    """Help said r retries "failed or cancelled" tasks; it takes timed-out, over-budget and
+    skipped ones too (the engine's refusal names them)."""
+    from tui.app.actions import COMMANDS
+
+    (retry,) = [c for c in COMMANDS if c.id == "retry_task"]
+    for state in (*UNSUCCESSFUL, State.SKIPPED):
+        assert label(state).replace(" ", "-") in retry.help, state
 
 
 async def test_help_lists_every_command(engine: Engine) -> None:
@@ -494,6 +530,28 @@ async def test_slash_filters_the_list_and_the_footer_says_so(engine: Engine) -> 
         assert table.selected_id == tasks[1].id
 
 
+async def test_the_filter_prompt_opens_with_the_filter_in_force(engine: Engine) -> None:
+    """`/` opened an empty prompt over a filtered list: changing the filter meant typing it
+    all again. It opens with the filter, selected: typing replaces it, End keeps it to edit."""
+    tasks = [shell_task("alpha", "true"), shell_task("beta", "true"), shell_task("beta-2", "true")]
+    await engine.submit(tasks)
+    await engine.wait_settled(t.id for t in tasks)
+    async with make_app(engine).run_test(size=(80, 24)) as pilot:
+        table = pilot.app.query_one(TaskList)
+        await until(pilot, lambda: table.row_count == 3, "the tasks")
+        await pilot.press("slash", *"beta", "enter")
+        await until(pilot, lambda: table.row_count == 2, "the filter")
+        await pilot.press("slash")
+        prompt = pilot.app.screen.query_one("#prompt", Input)
+        assert prompt.value == "beta" and prompt.selected_text == "beta"
+        await pilot.press("end", *"-2", "enter")  # edited, not typed again
+        await until(pilot, lambda: table.row_count == 1, "the edited filter")
+        await pilot.press("colon")
+        await until(pilot, lambda: bool(pilot.app.screen.query("#prompt")), "the prompt")
+        await pilot.press(*"alpha", "enter")  # typed over
+        await until(pilot, lambda: table.row_count == 1 and table.selected_id == tasks[0].id, "a")
+
+
 # -- indicators that tell the truth --------------------------------------------------------
 
 
@@ -540,6 +598,26 @@ async def test_status_counts_cancelled_apart_from_failed(engine: Engine) -> None
         await pilot.pause()
         status = str(pilot.app.query_one("#status").render())
         assert "1 failed" in status and "1 cancelled" in status, status
+
+
+async def test_a_retried_task_shows_no_result_of_the_attempt_before(engine: Engine) -> None:
+    """Cancelled, then retried with `r`: while the new attempt ran, the pane's title still
+    said "result: …" of the cancelled one."""
+    t = shell_task("fixtures", 'echo "fixture $TUI_ATTEMPT"; sleep 300')
+    await engine.submit([t])
+    async with make_app(engine).run_test(size=(120, 40)) as pilot:
+        right = pilot.app.query_one("#right")
+        await until(pilot, lambda: "fixture 1" in visible_text(pilot.app.query_one(LogView)), "1")
+        await engine.cancel(t.id)
+        await engine.wait_settled([t.id])
+        rec = await engine.get(t.id)
+        assert rec is not None and rec.result  # what the cancelled attempt left
+        await until(pilot, lambda: "result: fixture 1" in str(right.border_title), "its result")
+        await pilot.press("r")
+        await until(pilot, lambda: "fixture 2" in visible_text(pilot.app.query_one(LogView)), "2")
+        await pilot.pause()
+        assert "result" not in str(right.border_title), right.border_title
+        await engine.cancel(t.id)
 
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])

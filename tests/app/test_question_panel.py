@@ -8,7 +8,7 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import Input
+from textual.widgets import Footer, Input
 
 from tests.app.app_support import until
 from tui.app.widgets.question_cards import ApprovalCard, ChoiceCard, QuestionCard, ReviewCard
@@ -486,3 +486,44 @@ async def test_the_hint_says_what_space_does() -> None:
         one, many = app.panel.card("one"), app.panel.card("many")
         assert isinstance(one, ChoiceCard) and isinstance(many, ChoiceCard)
         assert "space pick" in one.hint_text() and "space toggle" in many.hint_text()
+
+
+class FooterPanelApp(PanelApp):
+    def compose(self) -> ComposeResult:
+        yield QuestionPanel(self.items)
+        yield Footer(compact=True)
+
+
+async def test_the_footer_says_what_space_does_for_the_question_in_focus() -> None:
+    """The footer said "space Toggle/pick" on every question: on one of a single choice
+    space picks, and moving to a sub-question of several choices makes it toggle."""
+    both = question(
+        "q", choice("Which?", ["a", "b"]), choice("Which ones?", ["a", "b"], multi=True)
+    )
+    app = FooterPanelApp([both])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+        assert "space Pick" in footer and "Toggle" not in footer, footer
+        await pilot.press("right")  # the second sub-question: several choices
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+        assert "space Toggle" in footer and "Pick " not in footer.replace("1-9 Pick", ""), footer
+        await pilot.press("space", "down", "space")
+        card = app.panel.card("q")
+        assert isinstance(card, ChoiceCard) and card.subs[1].answered
+
+
+async def test_a_long_option_wraps_under_its_own_text() -> None:
+    """In the 36-cell right pane of 80×24, "3. Other (type an answer)" wrapped to "answer)"
+    at the card's left edge, under the marks, where the next option's marks begin."""
+    app = PanelApp([question("q", choice("Which database should the service use?", ["SQLite"]))])
+    async with app.run_test(size=(36, 20)) as pilot:
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        (at,) = [i for i, line in enumerate(lines) if "Other (type" in line]
+        assert "answer)" in lines[at + 1], lines
+        assert lines[at + 1].index("answer)") == lines[at].index("Other"), lines
+        (head,) = [i for i, line in enumerate(lines) if "Which database" in line]
+        wrapped = lines[head + 1].strip("┃ ")
+        assert "use?" in wrapped and lines[head + 1].index(wrapped) == lines[head].index("Which")

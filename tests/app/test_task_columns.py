@@ -9,7 +9,7 @@ import pytest
 from tests.app.app_support import until, visible_text
 from tests.conftest import shell_task
 from tui.app.tui_app import TuiApp
-from tui.app.widgets.task_columns import COLUMNS, PAD, fit_columns, fit_text
+from tui.app.widgets.task_columns import COLUMNS, PAD, fit_columns, fit_text, most_width
 from tui.app.widgets.task_list import TaskList
 from tui.engine.scheduler import Engine
 
@@ -119,3 +119,34 @@ async def test_the_empty_lists_hint_is_whole(engine: Engine, size: tuple[int, in
         shown = " ".join(line.strip() for line in visible_text(table).splitlines()[1:])
         assert table.empty_text() in shown, shown
         assert "…" not in shown
+
+
+def test_one_long_name_does_not_take_the_notes_room() -> None:
+    """The name column grows to what most names need; the longest only once notes are whole."""
+    assert most_width([17, 4, 4, 7, 50]) == 17 and most_width([8, 4, 10, 7]) == 10
+    assert most_width([25, 25, 25, 25, 40]) == 25  # most names are long: they are whole
+    assert most_width([12]) == 12 and most_width([]) == 0
+    content = {**CONTENT, "name": 50, "note": 28, "agent": 0, "prio": 0, "tags": 0, "cost": 0}
+    layout = fit_columns(content, 66, 13, name_most=17)
+    assert layout["note"] == 28 and layout["name"] == 17
+    wide = fit_columns(content, 140, 13, name_most=17)
+    assert wide["name"] == 28 and wide["note"] == 28  # room for both: the long name whole-ish
+
+
+async def test_a_long_name_leaves_the_other_rows_notes_whole_at_120x40(engine: Engine) -> None:
+    """At 120×40 one 50-cell name widened the name column to its cap for every row and cut
+    "waiting on integration-suite" on each of the others to "waiting on integ…"."""
+    first = shell_task("integration-suite", "sleep 300")
+    long = shell_task("regenerate-every-fixture-for-the-nightly-suite", "sleep 300")
+    later = [shell_task(n, "true", depends_on=[first.id]) for n in ("lint", "docs", "package")]
+    await engine.submit([first, long, *later])
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(TaskList)
+        await until(pilot, lambda: "waiting" in visible_text(table), "the notes")
+        rows = visible_text(table).splitlines()
+        for name in ("lint", "docs", "package"):
+            (row,) = [r for r in rows if f" {name} " in r]
+            assert "waiting on integration-suite" in row, row
+        (row,) = [r for r in rows if "regenerate" in r]
+        assert "…" in row  # the one long name is cut, not the others' notes

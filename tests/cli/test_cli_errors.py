@@ -30,7 +30,7 @@ def test_control_commands_with_unknown_task(one_task: Tui, command: str) -> None
 
 @pytest.mark.parametrize(
     ("command", "words"),
-    [("cancel", "nothing to cancel"), ("retry", "COMPLETED"), ("approve", "PENDING")],
+    [("cancel", "is done: nothing to cancel"), ("retry", "is done;"), ("approve", "only pending")],
 )
 def test_control_commands_refuse_a_completed_task(one_task: Tui, command: str, words: str) -> None:
     res = one_task(command, "hello")

@@ -122,7 +122,7 @@ def test_a_failed_child_fails_an_all_parent_and_cancels_its_dependents(
         "build.after-broken": "CANCELLED",
         "ship": "CANCELLED",
     }
-    assert tui.by_name()["build"]["reason"] == "subtask build.broken ended FAILED"
+    assert tui.by_name()["build"]["reason"] == "subtask build.broken ended failed"
     assert marker_processes(marker) == []
 
 

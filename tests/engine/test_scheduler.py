@@ -172,7 +172,7 @@ async def test_manual_retry_needs_dependencies_done(store: Store) -> None:
         await next_started(agent)
         agent.finish("a")
         await wait_state(engine, a.id, State.COMPLETED)
-        with pytest.raises(EngineError, match="COMPLETED"):
+        with pytest.raises(EngineError, match="a is done; only failed"):
             await engine.retry(a.id)
 
 

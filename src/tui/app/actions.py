@@ -23,7 +23,7 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command("answer", "a", "Answer next question", "Jump to the oldest open question", "Answer"),
-    Command("approve_task", "p", "Approve task", "Let the selected PENDING task run", "Approve"),
+    Command("approve_task", "p", "Approve task", "Let the selected pending task run", "Approve"),
     Command(
         "cancel_task",
         "c",
@@ -35,7 +35,7 @@ COMMANDS: tuple[Command, ...] = (
         "retry_task",
         "r",
         "Retry task",
-        "Queue the selected failed or cancelled task again",
+        "Queue the selected failed, timed-out, over-budget, cancelled or skipped task again",
         "Retry",
     ),
     Command("accept_task", "y", "Accept review", "Accept the selected task's result"),

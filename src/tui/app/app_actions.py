@@ -43,7 +43,7 @@ from tui.engine import api
 from tui.engine.copies import ambiguous_names, copies_text, unfinished_copies
 from tui.engine.scheduler import Engine, EngineError
 from tui.model.issues import Issue, TaskFileError
-from tui.model.states import State
+from tui.model.states import State, being
 from tui.model.task import Task, default_worktree
 from tui.store.records import TaskRecord
 
@@ -126,7 +126,7 @@ class AppActions(App[None]):
             # Said before the comment is asked for, not after it was typed in vain.
             if not any(q.kind == "review" for q in await self.engine.questions(task_id)):
                 rec = self._list.records.get(task_id)
-                what = f"{rec.name} is {rec.state}" if rec else "the selected task is"
+                what = f"{rec.name} {being(rec.state)}" if rec else "the selected task is"
                 self.notify(f"{what} and not waiting for a review", severity="warning")
                 return
 
@@ -215,7 +215,10 @@ class AppActions(App[None]):
 
     def action_filter(self) -> None:
         self._ask_text(
-            "Filter the tasks (empty clears)", self._apply_filter, "text state:failed tag:ci"
+            "Filter the tasks (empty clears)",
+            self._apply_filter,
+            "text state:failed tag:ci",
+            value=self._list.filter.query,  # the filter in force, to edit or type over
         )
 
     def _apply_filter(self, query: str) -> None:
@@ -437,8 +440,10 @@ class AppActions(App[None]):
         placeholder: str = "",
         *,
         paths: bool = False,
+        value: str = "",
     ) -> None:
-        """Ask for one line of text; ``then`` gets it (stripped) unless the user pressed Esc."""
+        """Ask for one line of text (opening with ``value``); ``then`` gets it (stripped)
+        unless the user pressed Esc."""
 
         async def answer(value: str) -> None:
             result = then(value)
@@ -450,7 +455,7 @@ class AppActions(App[None]):
             if value is not None:
                 self.call_after_refresh(answer, value)
 
-        self.push_screen(TextPrompt(title, placeholder, paths=paths), done)
+        self.push_screen(TextPrompt(title, placeholder, paths=paths, value=value), done)
 
     def key_escape(self) -> None:
         if self.screen.has_class("zoomed"):

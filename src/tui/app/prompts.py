@@ -68,22 +68,29 @@ class TextPrompt(ModalScreen[str | None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave", "Back", show=True)]
 
-    def __init__(self, title: str, placeholder: str = "", *, paths: bool = False) -> None:
+    def __init__(
+        self, title: str, placeholder: str = "", *, paths: bool = False, value: str = ""
+    ) -> None:
+        """``value``: the text it opens with (the filter in force), all selected: typing
+        replaces it, an arrow key keeps it to edit."""
         super().__init__()
         self._title = title
         self._placeholder = placeholder
         self._paths = paths
+        self._value = value
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(self._title, id="prompt-title", markup=False)
             kind = PathInput if self._paths else Input
-            yield kind(placeholder=self._placeholder, id="prompt")
+            yield kind(self._value, placeholder=self._placeholder, id="prompt")
             yield Static("", id="prompt-hint", markup=False)
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#prompt", Input).focus()
+        prompt = self.query_one("#prompt", Input)
+        prompt.focus()
+        prompt.select_all()
 
     def hint(self, text: str) -> None:
         hint = self.query_one("#prompt-hint", Static)

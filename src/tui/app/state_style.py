@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from tui.model.states import State
+from tui.model.states import LABELS, State
 
 
 class StateStyle(NamedTuple):
@@ -14,18 +14,22 @@ class StateStyle(NamedTuple):
     label: str
 
 
+_LOOKS: dict[State, tuple[str, str]] = {
+    State.PENDING: ("·", "text-muted"),
+    State.QUEUED: ("○", "secondary"),
+    State.RUNNING: ("▶", "accent"),
+    State.READY: ("?", "warning"),
+    State.BLOCKED: ("‖", "warning"),
+    State.COMPLETED: ("✓", "success"),
+    State.FAILED: ("✗", "error"),
+    State.TIMED_OUT: ("⌛", "error"),
+    State.CANCELLED: ("⊘", "text-muted"),
+    State.BUDGET_EXCEEDED: ("$", "error"),
+    State.SKIPPED: ("↷", "text-muted"),
+}
+# The words are the model's: the engine's messages say the same ("lint is done").
 STATE_STYLES: dict[State, StateStyle] = {
-    State.PENDING: StateStyle("·", "text-muted", "pending"),
-    State.QUEUED: StateStyle("○", "secondary", "queued"),
-    State.RUNNING: StateStyle("▶", "accent", "running"),
-    State.READY: StateStyle("?", "warning", "needs you"),
-    State.BLOCKED: StateStyle("‖", "warning", "blocked"),
-    State.COMPLETED: StateStyle("✓", "success", "done"),
-    State.FAILED: StateStyle("✗", "error", "failed"),
-    State.TIMED_OUT: StateStyle("⌛", "error", "timed out"),
-    State.CANCELLED: StateStyle("⊘", "text-muted", "cancelled"),
-    State.BUDGET_EXCEEDED: StateStyle("$", "error", "over budget"),
-    State.SKIPPED: StateStyle("↷", "text-muted", "skipped"),
+    s: StateStyle(*look, LABELS[s]) for s, look in _LOOKS.items()
 }
 
 

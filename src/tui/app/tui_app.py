@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.notifications import Notify
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
@@ -47,6 +48,8 @@ from tui.model.states import UNSUCCESSFUL, State
 from tui.store.records import OutputLine, TaskRecord
 
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
+UNDER_WAY = frozenset({State.PENDING, State.QUEUED, State.RUNNING, State.BLOCKED})
+MAX_TOASTS = 2  # more at once (a burst at start) would cover the output pane
 
 
 RESULT_WIDTH = 40  # characters of a result shown under the output pane
@@ -84,6 +87,10 @@ class TuiApp(AppActions):
     /* Compact footer keys keep a margin after them: the palette's hint, docked right, would
        leave a cell where keys that overflow the footer show through ("^p paletten"). */
     Footer.-compact FooterKey.-command-palette { margin-right: 0; }
+    /* Toasts sit over the output pane's foot: as narrow as their text (never over the task
+       list), no blank rows around them, and at most MAX_TOASTS at once (``notify``). */
+    Toast { width: auto; max-width: 42%; padding: 0 1; margin-top: 0; }
+    ToastRack { margin-bottom: 2; }  /* above the status line too, not over its counts */
     """
     BINDINGS = actions.bindings()  # type: ignore[assignment]  # Textual's list is invariant
 
@@ -279,6 +286,10 @@ class TuiApp(AppActions):
             self._graph_dirty = True
         elif ev.kind == "state":
             self._graph_dirty = True
+        if ev.kind == "state" and (rec := self._list.records.get(ev.task_id)) is not None:
+            # Its run may have stored a summary on the tasks it depends on, which sends no
+            # event of theirs: read them again, or their pane never shows "summary a→b".
+            self._dirty.update(rec.depends_on)
         if ev.kind == "state" and ev.task_id == self._selected:
             self._changes_dirty = True  # a run that ended committed its work
 
@@ -401,6 +412,22 @@ class TuiApp(AppActions):
         if self._toasts or kwargs.get("severity") == "error":
             super().notify(message, *args, **kwargs)
 
+    def on_notify(self, event: Notify) -> None:
+        # Runs before Textual's own handler (the subclass's comes first) adds the toast.
+        self._make_room()
+
+    def _make_room(self) -> None:
+        """Leave room for one more toast among MAX_TOASTS: the oldest that is not a warning
+        or an error goes first, then the oldest. (The list, the status line and the title
+        still say what a dropped one said.)"""
+        # Textual keeps no public handle on shown notifications; these two are its own.
+        shown = list(self._notifications)
+        while len(shown) >= MAX_TOASTS:
+            info = [n for n in shown if n.severity == "information"]
+            old = (info or shown)[0]
+            shown.remove(old)
+            self._unnotify(old, refresh=False)
+
     async def _tell_question(self, task_id: str, kind: str) -> None:
         rec = await self.engine.get(task_id)
         name = rec.name if rec else task_id[:8]
@@ -428,7 +455,7 @@ class TuiApp(AppActions):
             self._desktop("tui", f"failed: {names}")
         if done:
             text = done[0].name if len(done) == 1 else f"{len(done)} tasks"
-            self.notify(f"{text} completed", timeout=3)
+            self.notify(f"{text} done", timeout=3)
             if all(r.settled for r in self._list.records.values()):
                 self._desktop("tui", "all tasks finished")
 
@@ -457,8 +484,12 @@ class TuiApp(AppActions):
             title = f"{PAUSED_LABEL} · {title}" if title else PAUSED_LABEL
         # Last, with the task's result, so a glance at a finished task says what it produced
         # (`tui ls --json` has it whole); a narrow pane cuts it first.
-        result = result_line(rec) if rec else ""
-        if rec is not None and rec.summary:  # what its dependents got instead of the result
+        # A task running again still holds its last attempt's result: not this run's.
+        ended = rec is not None and rec.state not in UNDER_WAY
+        result = result_line(rec) if rec and ended else ""
+        if (
+            rec is not None and ended and rec.summary
+        ):  # what its dependents got instead of the result
             sizes = json.loads(rec.summary)
             result += f" · summary {sizes['size_before']}→{sizes['size_after']} chars"
         self._right.border_title = f"{title} · {result}" if result else title

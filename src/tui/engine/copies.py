@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from tui.model.states import label
 from tui.model.task import Task
 from tui.store.records import TaskRecord
 
@@ -32,7 +33,7 @@ def unfinished_copies(
 
 
 def copies_text(copies: Sequence[tuple[Task, TaskRecord]]) -> str:
-    shown = ", ".join(f"{t.name} ({r.id[:8]}, {r.state.value})" for t, r in copies[:5])
+    shown = ", ".join(f"{t.name} ({r.id[:8]}, {label(r.state)})" for t, r in copies[:5])
     more = f" and {len(copies) - 5} more" if len(copies) > 5 else ""
     return f"{len(copies)} of these tasks are already in the database, unfinished: {shown}{more}"
 

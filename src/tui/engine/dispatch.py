@@ -20,7 +20,7 @@ from tui.engine.queue import RunQueue
 from tui.engine.runner import Run
 from tui.engine.summaries import compaction_decision
 from tui.engine.workflow import WorkflowError, needs_of
-from tui.model.states import UNSUCCESSFUL, State
+from tui.model.states import UNSUCCESSFUL, State, label
 from tui.model.task import priority_rank
 from tui.store.db import Move
 from tui.store.records import TaskRecord
@@ -209,7 +209,7 @@ class Dispatch(EngineCore):
         for tid, cause in cancels:
             dep = self._tasks[cause]
             state = State.CANCELLED if cause in cancelled else dep.state
-            reason = f"dependency {dep.name} ended {state}"
+            reason = f"dependency {dep.name} ended {label(state)}"
             moves.append((Move(tid, State.PENDING, State.CANCELLED, reason), self._tasks[tid]))
         for new in await self.store.move_many(moves):
             if new is not None:

@@ -15,7 +15,7 @@ from typing import Any
 from tui.engine.core import EngineCore
 from tui.engine.errors import EngineError
 from tui.engine.runner import Run
-from tui.model.states import State
+from tui.model.states import State, being
 from tui.store.records import QuestionRecord, TaskRecord
 
 
@@ -120,7 +120,7 @@ class Questions(EngineCore):
         reviews = [q for q in await self.store.questions(task_id=task_id) if q.kind == "review"]
         rec = self._get(task_id)
         if rec.state != State.READY or not reviews:
-            raise EngineError(f"{rec.name} is {rec.state} and not waiting for a review")
+            raise EngineError(f"{rec.name} {being(rec.state)} and not waiting for a review")
         return rec, reviews[0]
 
     async def _raise(
@@ -140,7 +140,7 @@ class Questions(EngineCore):
         )
         if new is None:
             rec = self._get(task_id)
-            raise EngineError(f"{rec.name} is {rec.state}; it cannot ask now")
+            raise EngineError(f"{rec.name} {being(rec.state)}; it cannot ask now")
         # Memory changes before the next await, so viewers woken by the journal see it.
         self._took(new)
         if run is not None:

@@ -49,7 +49,7 @@ from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
 from tui.engine.subtasks import Subtasks
 from tui.engine.worktree_runs import plan_worktrees
 from tui.engine.worktrees import Worktrees
-from tui.model.states import UNSUCCESSFUL, State
+from tui.model.states import UNSUCCESSFUL, State, being, label
 from tui.model.task import Task
 from tui.model.workflow import FileDefaults
 from tui.procs.process import Child, ProcIdentity, identity_alive, proc_start_time
@@ -292,7 +292,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
     async def approve(self, task_id: str) -> str:
         rec = self._get(task_id)
         if rec.state != State.PENDING:
-            raise EngineError(f"{rec.name} is {rec.state}, only PENDING tasks need approval")
+            raise EngineError(f"{rec.name} {being(rec.state)}; only pending tasks need approval")
         if rec.approved:
             return f"{rec.name} was already approved"
         new = await self.store.update_task_record(task_id, rec, approved=1)
@@ -307,7 +307,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         run = self._running.get(task_id)
         if run is None and rec.state == State.RUNNING:
             raise EngineError(
-                f"{rec.name} is RUNNING under an engine that is gone; `tui run` recovers it first"
+                f"{rec.name} is running under an engine that is gone; `tui run` recovers it first"
             )
         if run is not None:
             run.kill_reason = "cancel"
@@ -332,14 +332,14 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
                 self._took(new)
             await self._cascade_failure(task_id)
             await self._changed_now()
-            return f"cancelled the pending retry of {rec.name}; it stays {rec.state}"
-        raise EngineError(f"{rec.name} is {rec.state}: nothing to cancel")
+            return f"cancelled the pending retry of {rec.name}; it stays {label(rec.state)}"
+        raise EngineError(f"{rec.name} {being(rec.state)}: nothing to cancel")
 
     async def retry(self, task_id: str) -> str:
         rec = self._get(task_id)
         if rec.state not in UNSUCCESSFUL and rec.state not in (State.BLOCKED, State.SKIPPED):
             raise EngineError(
-                f"{rec.name} is {rec.state}; only failed, timed-out, cancelled, over-budget "
+                f"{rec.name} {being(rec.state)}; only failed, timed-out, cancelled, over-budget "
                 "or skipped tasks can be retried"
             )
         waiting = self.graph.unfinished(rec, self._tasks.get)

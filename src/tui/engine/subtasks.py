@@ -28,7 +28,7 @@ from tui.engine.core import EngineCore
 from tui.engine.errors import EngineError
 from tui.engine.graph import failed_for_good
 from tui.engine.workflow import WorkflowError
-from tui.model.states import ENDED, SATISFIED, State
+from tui.model.states import ENDED, SATISFIED, State, label
 from tui.model.subtasks import Completion
 from tui.store.db import StoreError
 from tui.store.records import TaskRecord
@@ -127,7 +127,7 @@ class Subtasks(EngineCore):
             and parent.state in ENDED
             and (parent.state in SATISFIED or failed_for_good(parent))
         ):
-            await self._cancel_children(kids, f"{parent.name} ended {parent.state}")
+            await self._cancel_children(kids, f"{parent.name} ended {label(parent.state)}")
 
     async def _blocked_parent(self, parent: TaskRecord, kids: Children) -> None:
         bound = parent.task.max_parallel
@@ -149,7 +149,7 @@ class Subtasks(EngineCore):
                 return
         elif kids.lost:
             lost = self._first_of(kids, failed_for_good)
-            to, reason = State.FAILED, f"subtask {lost.name} ended {lost.state}"
+            to, reason = State.FAILED, f"subtask {lost.name} ended {label(lost.state)}"
         elif over:
             to, reason = State.COMPLETED, f"all {len(kids)} subtasks completed"
             recs = [self._tasks[k] for k in kids]

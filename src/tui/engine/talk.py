@@ -10,7 +10,7 @@ from tui.engine.errors import EngineError
 from tui.engine.output import OutputBuffer
 from tui.engine.runner import Run
 from tui.model.agent_kinds import KINDS
-from tui.model.states import ENDED, State
+from tui.model.states import ENDED, State, being
 from tui.store.records import STDOUT, RunStart
 from tui.store.tasks import Move
 
@@ -32,7 +32,7 @@ async def send_message(engine: Engine, task_id: str, text: str) -> str:
     run = engine._running.get(task_id)
     if run is None or rec.state not in (State.RUNNING, State.READY):
         hint = f"; `tui continue {rec.name} TEXT` resumes its session" if rec.state in ENDED else ""
-        raise EngineError(f"{rec.name} is {rec.state}, not running{hint}")
+        raise EngineError(f"{rec.name} {being(rec.state)}, not running{hint}")
     if not text.strip():
         raise EngineError("the message is empty")
     delivered: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -71,7 +71,7 @@ async def continue_task(engine: Engine, task_id: str, text: str) -> str:
         )
     if rec.state not in ENDED or rec.retry_at is not None:
         hint = " (`tui send` talks to it while it runs)" if kind.messages else ""
-        raise EngineError(f"{rec.name} is {rec.state}: wait for it to end{hint}")
+        raise EngineError(f"{rec.name} {being(rec.state)}: wait for it to end{hint}")
     if not text.strip():
         raise EngineError("the message is empty")
     if not any(r.session_id for r in await engine.store.runs(task_id)):

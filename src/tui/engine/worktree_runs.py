@@ -13,7 +13,7 @@ from tui.engine.errors import EngineError
 from tui.engine.git import GitError
 from tui.engine.runner import Run, RunHost
 from tui.engine.worktrees import Worktrees
-from tui.model.states import State
+from tui.model.states import State, being
 from tui.model.task import Task
 from tui.store.records import STDERR, STDOUT, TaskRecord
 from tui.store.worktrees import WorktreeRecord
@@ -92,6 +92,6 @@ async def worktree_of(
         sharing = {w.task_id for w in await engine.store.list_worktrees() if w.path == wt.path}
         busy = [r for r in await engine.get_many(sharing) if r.state in _IN_USE]
         if busy:
-            names = ", ".join(f"{r.name} is {r.state}" for r in busy)
+            names = ", ".join(f"{r.name} {being(r.state)}" for r in busy)
             raise EngineError(f"{names}: wait for it to finish, or cancel it first")
     return rec, wt

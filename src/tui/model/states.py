@@ -87,6 +87,36 @@ UNSUCCESSFUL: frozenset[State] = ENDED - SATISFIED
 WAITING_ON_HUMAN: frozenset[State] = frozenset({S.READY, S.BLOCKED})
 
 
+# The word a person reads for each state wherever the app, its messages and the engine's
+# errors name one ("lint is done", "dependency build ended failed"), as the task list shows
+# it. Stored values, events and --json keep the enum's values.
+LABELS: dict[State, str] = {
+    S.PENDING: "pending",
+    S.QUEUED: "queued",
+    S.RUNNING: "running",
+    S.READY: "needs you",
+    S.BLOCKED: "blocked",
+    S.COMPLETED: "done",
+    S.FAILED: "failed",
+    S.TIMED_OUT: "timed out",
+    S.CANCELLED: "cancelled",
+    S.BUDGET_EXCEEDED: "over budget",
+    S.SKIPPED: "skipped",
+}
+
+
+def label(state: State | str) -> str:
+    """``state`` as a person reads it: "done", not COMPLETED."""
+    return LABELS[State(state)]
+
+
+def being(state: State | str) -> str:
+    """``state`` after a task's name in a sentence: "lint is done", "build timed out",
+    "ask needs you"."""
+    word = label(state)
+    return word if State(state) in (S.READY, S.TIMED_OUT) else f"is {word}"
+
+
 def valid_transition(src: State | str, dst: State | str) -> bool:
     """True when the table allows moving a task from ``src`` to ``dst``."""
     try:

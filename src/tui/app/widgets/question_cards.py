@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Literal
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.actions import SkipAction
 from textual.app import ComposeResult
@@ -216,7 +217,9 @@ class ChoiceCard(QuestionCard):
         Binding("tab", "switch(1, True)", "Next question", show=False),
         Binding("1", "number(1)", "Pick", key_display="1-9"),
         *[Binding(str(n), f"number({n})", f"Pick {n}", show=False) for n in range(2, 10)],
-        Binding("space", "toggle", "Toggle/pick"),
+        # One of the two shows in the footer: what space does for the sub-question in focus.
+        Binding("space", "toggle", "Toggle"),
+        Binding("space", "pick", "Pick"),
         Binding("enter", "submit", "Send"),
     ]
 
@@ -236,10 +239,11 @@ class ChoiceCard(QuestionCard):
 
     def hint_text(self) -> str:
         move = "←/→ question · " if len(self.subs) > 1 else ""
-        space = "toggle" if any(sub.multi for sub in self.subs) else "pick"  # one choice: picks
+        multi = bool(self.subs) and self.subs[self.current].multi
+        space = "toggle" if multi else "pick"  # one choice: space picks
         return f"↑/↓ move · 1-9 pick · space {space} · {move}enter send"
 
-    def _render_sub(self, index: int) -> Text:
+    def _render_sub(self, index: int) -> RenderableType:
         return self.subs[index].render(
             current=index == self.current,
             number=index + 1 if len(self.subs) > 1 else None,
@@ -261,6 +265,15 @@ class ChoiceCard(QuestionCard):
         old, self.current = self.current, index
         self._refresh_sub(old)
         self._refresh_sub(index, reveal=True)
+        self.show_hint()
+        self.refresh_bindings()  # space toggles or picks as this sub-question allows
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("toggle", "pick"):
+            multi = bool(self.subs) and self.subs[self.current].multi
+            if (action == "toggle") != multi:
+                return False
+        return super().check_action(action, parameters)
 
     # -- actions ----------------------------------------------------------------------
 
@@ -296,6 +309,9 @@ class ChoiceCard(QuestionCard):
     def action_toggle(self) -> None:  # type: ignore[override]
         if self.subs:
             self._choose(self.subs[self.current])
+
+    def action_pick(self) -> None:
+        self.action_toggle()
 
     def _choose(self, sub: SubQuestion) -> None:
         self.show_hint()

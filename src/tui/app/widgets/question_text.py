@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
+from rich.table import Table
 from rich.text import Text
 
 DETAIL_LINES = 15  # lines of an approval's detail or a review's result shown before "… N more"
@@ -82,27 +83,30 @@ class SubQuestion:
             return self.other
         return labels[0] if labels else ""
 
-    def render(self, *, current: bool, number: int | None, show_cursor: bool) -> Text:
-        """The header/question line and one line per option (and "Other")."""
-        out = Text()
-        out.append("▸ " if current else "  ", style="bold")
+    def render(self, *, current: bool, number: int | None, show_cursor: bool) -> RenderableType:
+        """The header/question line and one line per option (and "Other"). A line too long
+        for the card wraps under its own text, not under the marks before it."""
+        head = Text()
         if number is not None:
-            out.append(f"Q{number} ", style="dim")
+            head.append(f"Q{number} ", style="dim")
         if self.header:
-            out.append(f"{self.header}: ", style="bold")
-        out.append(self.text, style="bold" if current else "")
+            head.append(f"{self.header}: ", style="bold")
+        head.append(self.text, style="bold" if current else "")
         if self.multi:
-            out.append(" (choose any)", style="dim")
+            head.append(" (choose any)", style="dim")
         if self.answered:
-            out.append(" ✓")
+            head.append(" ✓")
+        top = _hanging()
+        top.add_row(Text("▸ " if current else "  ", style="bold"), head)
+        rows = _hanging()
         for i in range(self.entries):
             on_cursor = current and show_cursor and i == self.cursor
             chosen = bool(self.other) if i == self.other_index else i in self.picked
             mark = MARKS[self.multi][chosen]
-            out.append("\n")
-            out.append("  › " if on_cursor else "    ", style="bold")
             row_style = "bold" if on_cursor else ""
-            out.append(f"{mark} {i + 1}. ", style=row_style)
+            lead = Text("  › " if on_cursor else "    ", style="bold")
+            lead.append(f"{mark} {i + 1}. ", style=row_style)
+            out = Text()
             if i == self.other_index:
                 if self.other:
                     out.append("Other: ", style=row_style)
@@ -114,7 +118,16 @@ class SubQuestion:
                 out.append(label, style=row_style)
                 if description:
                     out.append(f"  {description}", style="dim")
-        return out
+            rows.add_row(lead, out)
+        return Group(top, rows)
+
+
+def _hanging() -> Table:
+    """Rows of (marks, text) whose text wraps under itself."""
+    grid = Table.grid(expand=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
+    return grid
 
 
 def questions_from_payload(payload: dict[str, Any]) -> list[SubQuestion]:

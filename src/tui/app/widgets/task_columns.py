@@ -46,12 +46,28 @@ WANTED = ("time", "try", "cost")  # after the note, in this order
 EXTRAS = ("project", "node", "agent", "prio", "tags")
 
 
-def fit_columns(content: dict[str, int], width: int, state_width: int) -> dict[str, int]:
+def most_width(widths: list[int]) -> int:
+    """The width that holds most of ``widths`` whole: every name up to ``NAME_FIRST``, and
+    longer ones when they are more than a fifth of them (one long name among short ones is
+    cut, not given the room of every row's note)."""
+    if not widths:
+        return 0
+    ranked = sorted(widths)
+    short = max((w for w in ranked if w <= NAME_FIRST), default=0)
+    cut = max(1, len(ranked) // 5) if len(ranked) >= 3 else 0
+    return max(short, ranked[len(ranked) - 1 - cut])
+
+
+def fit_columns(
+    content: dict[str, int], width: int, state_width: int, name_most: int | None = None
+) -> dict[str, int]:
     """``content``: the widest text seen per column (headers included; 0 for a column no
     row has filled, which is then not shown). Returns the visible columns, in display
     order, with their widths.
 
-    The state shows its symbol alone until there is room for its label too."""
+    The state shows its symbol alone until there is room for its label too. ``name_most``:
+    what most names need (``most_width``); the name column takes more only with room to
+    spare."""
 
     def used(cols: dict[str, int]) -> int:
         return sum(w + 2 * PAD for w in cols.values())
@@ -60,8 +76,9 @@ def fit_columns(content: dict[str, int], width: int, state_width: int) -> dict[s
         return used(chosen) + extra <= width
 
     name_want = min(content["name"], NAME_CAP)
+    name_most = name_want if name_most is None else min(max(name_most, len("name")), name_want)
     note_want = content["note"]
-    chosen = {"state": SYMBOL_WIDTH, "name": min(name_want, NAME_FIRST)}
+    chosen = {"state": SYMBOL_WIDTH, "name": min(name_most, NAME_FIRST)}
     if used(chosen) > width:  # very narrow: the name takes what is left
         chosen["name"] = max(1, width - used({"state": SYMBOL_WIDTH}) - 2 * PAD)
         return chosen
@@ -75,9 +92,10 @@ def fit_columns(content: dict[str, int], width: int, state_width: int) -> dict[s
     def grow(col: str, upto: int) -> None:
         chosen[col] += max(0, min(width - used(chosen), upto - chosen[col]))
 
-    grow("name", name_want)  # a whole name before a longer note: the name is what one scans
+    grow("name", name_most)  # most names whole before a longer note: names are what one scans
     if "note" in chosen:
         grow("note", min(note_want, NOTE_FIRST))
+    grow("name", name_want)  # the few long names, once the notes have their share
     if fits(state_width - SYMBOL_WIDTH):
         chosen["state"] = state_width
     for col in EXTRAS:

@@ -32,7 +32,14 @@ from tui.app.projects import project_of
 from tui.app.state_style import STATE_STYLES
 from tui.app.task_query import SORTS, TaskFilter
 from tui.app.widgets.task_cells import Cells, row_cells, shown_name
-from tui.app.widgets.task_columns import COLUMNS, PAD, SYMBOL_WIDTH, fit_columns, fit_text
+from tui.app.widgets.task_columns import (
+    COLUMNS,
+    PAD,
+    SYMBOL_WIDTH,
+    fit_columns,
+    fit_text,
+    most_width,
+)
 from tui.app.widgets.task_tree import TaskTree
 from tui.app.widgets.virtual_size import set_virtual_size
 from tui.model.states import State
@@ -124,6 +131,7 @@ class TaskList(ScrollView, can_focus=True):
         self._widths = {c: len(c) for c in COLUMNS}
         self._widths["state"] = STATE_WIDTH
         self._widths["note"] = 0
+        self._name_most = 0  # what most shown names need (task_columns.most_width)
         self._layout: dict[str, int] = {}  # the visible columns and their widths
         self._filled: set[str] = set()  # columns some painted row has text in
         self._styles: dict[str, Style] = {}
@@ -187,8 +195,9 @@ class TaskList(ScrollView, can_focus=True):
         self._depth = {r.id: d for r, d in tree if d}
         self._shown = [r.id for r, _ in tree]
         self._index = {tid: i for i, tid in enumerate(self._shown)}
-        names = max((_width(self._shown_name(r)) for r, _ in tree), default=0)
-        self._widths["name"] = max(len("name"), names)
+        names = [_width(self._shown_name(r)) for r, _ in tree]
+        self._widths["name"] = max([len("name"), *names])
+        self._name_most = most_width(names)
         if selected is not None and selected not in self._index:
             shown = (a for a in self.task_tree.ancestors(selected, True) if a in self._index)
             selected = next(shown, None)
@@ -423,7 +432,7 @@ class TaskList(ScrollView, can_focus=True):
         }
         for _ in range(2):  # a scrollbar that comes or goes with the new height: fit again
             width = self.scrollable_content_region.width
-            layout = fit_columns(content, width, STATE_WIDTH) if width > 0 else {}
+            layout = fit_columns(content, width, STATE_WIDTH, self._name_most) if width > 0 else {}
             if layout != self._layout:
                 self._layout = layout
                 self._strips.clear()
