@@ -134,4 +134,4 @@ def test_approve_lets_a_manual_task_run(tui: Tui) -> None:
     assert tui("logs", "gated").stdout == "approved-and-ran\n"
     # Approving again is refused with a reason.
     again = tui("approve", "gated")
-    assert again.returncode == 1 and "COMPLETED" in again.stderr
+    assert again.returncode == 1 and "gated is done" in again.stderr
