@@ -41,9 +41,11 @@ if TYPE_CHECKING:  # never at run time: keeper.py runs as __main__ and imports t
     from tui.procs.keeper import Keeper
 
 MEMORY_CAP = 4 << 20  # bytes of one stream kept in memory before they go to a spill file
-FRAME_LEN = struct.Struct(">I")  # the length before each frame, both ways (keeper.py)
+FRAME_LEN = struct.Struct(
+    ">I"
+)  # the length before each frame, both ways (keeper.py, keeper_client)
 HELLO_MAX = 65536  # bytes of an adopting engine's first frame
-_CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+CRED = struct.Struct("3i")  # struct ucred (SO_PEERCRED): pid, uid, gid
 
 
 class Kept:
@@ -243,7 +245,7 @@ class Afterlife:
             conn, _ = listener.accept()
         except OSError:
             return
-        _, uid, _ = _CRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))
+        _, uid, _ = CRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, CRED.size))
         if uid != os.getuid():  # another user's process: never ours to talk to
             conn.close()
             return

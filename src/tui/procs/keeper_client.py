@@ -25,26 +25,24 @@ import os
 import pickle
 import signal
 import socket
-import struct
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tui.procs.keeper_afterlife import CRED, FRAME_LEN
 from tui.procs.kept_runs import KeptRun, keeper_socket, results_path
 from tui.procs.process import Child, ProcIdentity, identity_alive
 
 __all__ = ["Keeper", "KeeperLost", "KeptChild"]
 
-_LEN = struct.Struct(">I")
 CLOSE_WAIT = 10.0  # seconds a stopping keeper has to exit
 PIPE_SIZE = 65536  # Linux's default pipe capacity: the most one read of an agent's pipe gave
 _KEEPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keeper.py")
 WAIT_ENV = "TUI_KEEPER_WAIT"  # seconds a keeper whose engine died waits for the next one
 DEFAULT_WAIT = 300.0
 ATTACH_WAIT = 5.0  # seconds to wait for a surviving keeper's answer
-_CRED = struct.Struct("3i")
 
 
 class KeeperLost(Exception):
@@ -205,7 +203,7 @@ class _Link(asyncio.Protocol):
         start = 0
         end = len(buf)
         while end - start >= 4:
-            (size,) = _LEN.unpack_from(buf, start)
+            (size,) = FRAME_LEN.unpack_from(buf, start)
             if end - start - 4 < size:
                 break
             messages = pickle.loads(memoryview(buf)[start + 4 : start + 4 + size])
@@ -303,8 +301,8 @@ class Keeper:
         try:
             sock.setblocking(False)
             await loop.sock_connect(sock, str(path))
-            _, uid, _ = _CRED.unpack(
-                sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
+            _, uid, _ = CRED.unpack(
+                sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, CRED.size)
             )
             if uid != os.getuid():
                 raise KeeperLost(f"{path} is served by uid {uid}, not by you")
@@ -397,10 +395,11 @@ class Keeper:
         if env is None:
             env = os.environ
         base = self._base
-        return (
-            {k: v for k, v in env.items() if base.get(k) != v},
-            [k for k in base if k not in env],
-        )
+        changed = {k: v for k, v in env.items() if base.get(k) != v}
+        added = sum(k not in base for k in changed)
+        if len(env) - added == len(base):  # every variable of the base is still there
+            return changed, []
+        return changed, [k for k in base if k not in env]
 
     # -- the socket ----------------------------------------------------------------------------
 
@@ -417,7 +416,7 @@ class Keeper:
             return
         data = pickle.dumps(self._outbox, pickle.HIGHEST_PROTOCOL)
         self._outbox.clear()
-        self._transport.write(_LEN.pack(len(data)) + data)
+        self._transport.write(FRAME_LEN.pack(len(data)) + data)
 
     def _received(self, messages: list[tuple[Any, ...]]) -> None:
         children = self._children
