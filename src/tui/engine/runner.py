@@ -127,6 +127,8 @@ def run_markers(run: Run, rec: TaskRecord, host: RunHost) -> dict[str, str]:
 
 def late_answers(began: RunStart) -> list[QuestionRecord]:
     """Answers that arrived after the run that asked had ended: this run resumes with them."""
+    if not began.questions:  # the usual case: nothing was ever asked
+        return []
     last_end = max((r.ended_at or 0 for r in began.previous_runs), default=0)
     return [
         q
@@ -141,13 +143,18 @@ _environ_seen: tuple[dict[bytes, bytes], dict[str, str]] | None = None
 def environ() -> dict[str, str]:
     """A copy of ``os.environ``. Decoding every variable again for every run cost ~0.1 ms a
     task; the decoded copy is reused while the process's environment stays the same."""
+    return dict(_environ())
+
+
+def _environ() -> Mapping[str, str]:
+    """``os.environ`` decoded, shared: not to be changed (a run's env is a merge of it)."""
     global _environ_seen
     raw = getattr(os.environ, "_data", None)  # CPython: the encoded variables, a plain dict
     if not isinstance(raw, dict):
-        return dict(os.environ)
+        return os.environ
     if _environ_seen is None or _environ_seen[0] != raw:
         _environ_seen = (dict(raw), dict(os.environ))
-    return dict(_environ_seen[1])
+    return _environ_seen[1]
 
 
 class RunCtx:
@@ -165,7 +172,7 @@ class RunCtx:
         self.shell = host.shell
         self.rejection_comment = rec.rejection_comment
         # `tui ask` inside the task must find this tui even when its venv is not on PATH.
-        base = environ()
+        base = _environ()  # merged into a new dict below: no copy of its own
         path = base.get("PATH", os.defpath)
         self.env = {
             **base,
@@ -249,8 +256,11 @@ class LocalExecutor:
         finally:
             if watchdog:
                 watchdog.cancel()
-            if run.proc is not None:
-                await terminate_group(run.proc.pid, grace=0.5)
+            proc = run.proc
+            if proc is not None and proc.returncode is None:
+                # Adapters end their group themselves (cli_process.follow does on every path,
+                # cancellation included); this is for a process an adapter left unreaped.
+                await terminate_group(proc.pid, grace=0.5, proc=proc)
 
     async def adopt(
         self,
