@@ -166,7 +166,7 @@ class RunCtx:
         self._host = host
         self.spawner = spawner
         self._run = run
-        self.task = rec.task
+        self.task = task = rec.task
         self.run_id = run.run_id
         self.attempt = run.attempt
         self.shell = host.shell
@@ -176,7 +176,7 @@ class RunCtx:
         path = base.get("PATH", os.defpath)
         self.env = {
             **base,
-            **rec.task.agent.env,
+            **task.agent.env,
             "PATH": f"{path}{os.pathsep}{os.path.dirname(sys.executable)}",
             **run_markers(run, rec, host),
         }
@@ -224,19 +224,20 @@ class LocalExecutor:
             self.keeper.start()
 
     async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
+        task = rec.task  # a property of the record: read once
         watchdog = None
-        if rec.task.timeout > 0:
-            watchdog = asyncio.create_task(watch_timeout(run, rec.task.timeout, self.kill))
-        adapter = self.adapters.get(rec.task.agent.type)
+        if task.timeout > 0:
+            watchdog = asyncio.create_task(watch_timeout(run, task.timeout, self.kill))
+        adapter = self.adapters.get(task.agent.type)
         try:
             if adapter is None:
                 return RunResult(
                     State.FAILED,
-                    error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
+                    error=f"agent type {task.agent.type!r} is not supported by this tui yet",
                 )
             spawner = self.spawner
             keeper = self.keeper
-            if keeper is not None and adoptive(adapter) and rec.task.worktree is None:
+            if keeper is not None and task.worktree is None and adoptive(adapter):
                 # Its agent outlives this engine if it dies: the next one carries it on.
                 keeper.setup(host.engine_id, host.db_path)
                 spawner = _adoptable(keeper, run.run_id)
