@@ -137,6 +137,9 @@ def late_answers(began: RunStart) -> list[QuestionRecord]:
     ]
 
 
+# Where this tui's own scripts are, appended to every run's PATH (made once, not per run).
+_TUI_BIN = os.pathsep + os.path.dirname(sys.executable)
+
 _environ_seen: tuple[dict[bytes, bytes], dict[str, str]] | None = None
 
 
@@ -177,7 +180,7 @@ class RunCtx:
         self.env = {
             **base,
             **task.agent.env,
-            "PATH": f"{path}{os.pathsep}{os.path.dirname(sys.executable)}",
+            "PATH": path + _TUI_BIN,
             **run_markers(run, rec, host),
         }
         self.cost_so_far = rec.cost_usd
