@@ -94,30 +94,48 @@ async def follow(
     """A started CLI to its end (``started`` first, then ``stdin`` written to it): its output
     read, what it left behind ended; its exit code. Also the way an adopted agent is carried
     on (tui.engine.adoption)."""
-    readers: asyncio.Future[Any] | None = None
+    # While it runs each stream is read by a task of its own, awaited directly (gather() cost
+    # two more callbacks a run, and a future, for nothing a caller sees).
+    readers: list[asyncio.Task[None]] = []
+    ended = False  # the group is known to be gone
     out_end, err_end = ends if ends is not None else (None, None)
     try:
         if started is not None:
             await started()
-        jobs = [
-            _read(proc.stdout, on_stdout, stdout_bytes, out_end),
-            _read(proc.stderr, on_stderr, None, err_end),
-        ]
-        if stdin is not None and proc.stdin is not None:
-            jobs.append(_feed(proc.stdin, stdin, close=close_stdin))
-        readers = asyncio.gather(*jobs)
-        code = await proc.wait()
+        pipe_in = proc.stdin if stdin is not None else None
+        if proc.returncode is None:
+            loop = asyncio.get_running_loop()
+            readers.append(loop.create_task(_read(proc.stdout, on_stdout, stdout_bytes, out_end)))
+            readers.append(loop.create_task(_read(proc.stderr, on_stderr, None, err_end)))
+            if pipe_in is not None and stdin is not None:
+                readers.append(loop.create_task(_feed(pipe_in, stdin, close=close_stdin)))
+            code = await proc.wait()
+        else:
+            # It has exited already (a keeper reports a quick command's start and end in one
+            # frame): its output is read below, here, with no task a stream.
+            code = proc.returncode
         # Whatever the CLI started and left behind (shells, servers, `sleep &`) ends with it;
         # until then it would hold the pipes open.
         await terminate_group(proc.pid, grace=GRACE)
-        await readers
+        ended = True
+        if readers:
+            for reader in readers:
+                await reader
+        else:
+            if pipe_in is not None and stdin is not None:
+                await _feed(pipe_in, stdin, close=close_stdin)
+            await _read(proc.stdout, on_stdout, stdout_bytes, out_end)
+            await _read(proc.stderr, on_stderr, None, err_end)
     finally:
-        if proc.returncode is None:  # cancelled or crashed: do not leave the CLI behind
+        if not ended:  # cancelled or crashed: do not leave the CLI or its group behind
             await terminate_group(proc.pid, grace=GRACE, proc=proc)
-        if readers is not None and not readers.done():
-            readers.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await readers
+        for reader in readers:
+            if not reader.done():
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await reader
+            elif not reader.cancelled():
+                reader.exception()  # seen: not logged as never retrieved
         proc.close_pipes()
     return code
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 # Characters with no meaning to the shell in any position of a word (make's sh_chars, inverted).
 PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,:+%@=")
 BLANKS = " \t"
+_PLAIN_OR_BLANK = PLAIN | frozenset(BLANKS)
 
 
 def _names(text: str) -> frozenset[str]:
@@ -81,10 +82,10 @@ SAME_AS_PROGRAM = {
 def plain_words(script: str) -> list[str] | None:
     """The words of ``script`` when it is one simple command a shell would run without any
     expansion and its first word is no builtin, keyword or assignment; else None. Pure."""
-    if not script or not all(c in PLAIN or c in BLANKS for c in script):
+    # Set operations and split in C (a test per character was ~2 us for a short script).
+    if not _PLAIN_OR_BLANK.issuperset(script):
         return None
-    words = script.replace("\t", " ").split(" ")
-    words = [w for w in words if w]
+    words = script.split()  # on blanks: no other whitespace got past the check above
     if not words:
         return None
     first = words[0]
@@ -126,9 +127,12 @@ def plan(script: str, shell: str, env: Mapping[str, str], cwd: str) -> Direct | 
     if not path or not is_bash(shell, path) or not _plain_env(env):
         return None
     if words[0] in SAME_AS_PROGRAM:
-        # Reads no environment: handed over as it is (~10 us a task less).
+        # Reads no environment: handed over as it is (~10 us a task less), not copied (a
+        # run's env is its own dict, which nothing changes once the run has started).
         exe = _program(words[0])
-        return None if exe is None else Direct(exe, words, dict(env))
+        if exe is None:
+            return None
+        return Direct(exe, words, env if isinstance(env, dict) else dict(env))
     exe = find_command(words[0], path, cwd)
     if exe is None:
         return None

@@ -33,6 +33,8 @@ class ResultTail:
     def result(self) -> str:
         """The last lines, as the stored output shows them (a bare CR overwrites), joined by
         newlines; led by ``…`` when the first of them began before the window."""
+        if not self._buf:  # most commands print nothing: no decoding and splitting
+            return ""
         cut = self._dropped or len(self._buf) > TAIL_BYTES
         # A window that starts inside a UTF-8 character only loses that character.
         text = bytes(self._buf[-TAIL_BYTES:]).decode(errors="replace").replace("\r\n", "\n")

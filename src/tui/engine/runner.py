@@ -127,6 +127,8 @@ def run_markers(run: Run, rec: TaskRecord, host: RunHost) -> dict[str, str]:
 
 def late_answers(began: RunStart) -> list[QuestionRecord]:
     """Answers that arrived after the run that asked had ended: this run resumes with them."""
+    if not began.questions:  # the usual case: nothing was ever asked
+        return []
     last_end = max((r.ended_at or 0 for r in began.previous_runs), default=0)
     return [
         q
@@ -135,19 +137,27 @@ def late_answers(began: RunStart) -> list[QuestionRecord]:
     ]
 
 
+# Where this tui's own scripts are, appended to every run's PATH (made once, not per run).
+_TUI_BIN = os.pathsep + os.path.dirname(sys.executable)
+
 _environ_seen: tuple[dict[bytes, bytes], dict[str, str]] | None = None
 
 
 def environ() -> dict[str, str]:
     """A copy of ``os.environ``. Decoding every variable again for every run cost ~0.1 ms a
     task; the decoded copy is reused while the process's environment stays the same."""
+    return dict(_environ())
+
+
+def _environ() -> Mapping[str, str]:
+    """``os.environ`` decoded, shared: not to be changed (a run's env is a merge of it)."""
     global _environ_seen
     raw = getattr(os.environ, "_data", None)  # CPython: the encoded variables, a plain dict
     if not isinstance(raw, dict):
-        return dict(os.environ)
+        return os.environ
     if _environ_seen is None or _environ_seen[0] != raw:
         _environ_seen = (dict(raw), dict(os.environ))
-    return dict(_environ_seen[1])
+    return _environ_seen[1]
 
 
 class RunCtx:
@@ -159,18 +169,18 @@ class RunCtx:
         self._host = host
         self.spawner = spawner
         self._run = run
-        self.task = rec.task
+        self.task = task = rec.task
         self.run_id = run.run_id
         self.attempt = run.attempt
         self.shell = host.shell
         self.rejection_comment = rec.rejection_comment
         # `tui ask` inside the task must find this tui even when its venv is not on PATH.
-        base = environ()
+        base = _environ()  # merged into a new dict below: no copy of its own
         path = base.get("PATH", os.defpath)
         self.env = {
             **base,
-            **rec.task.agent.env,
-            "PATH": f"{path}{os.pathsep}{os.path.dirname(sys.executable)}",
+            **task.agent.env,
+            "PATH": path + _TUI_BIN,
             **run_markers(run, rec, host),
         }
         self.cost_so_far = rec.cost_usd
@@ -217,19 +227,20 @@ class LocalExecutor:
             self.keeper.start()
 
     async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
+        task = rec.task  # a property of the record: read once
         watchdog = None
-        if rec.task.timeout > 0:
-            watchdog = asyncio.create_task(watch_timeout(run, rec.task.timeout, self.kill))
-        adapter = self.adapters.get(rec.task.agent.type)
+        if task.timeout > 0:
+            watchdog = asyncio.create_task(watch_timeout(run, task.timeout, self.kill))
+        adapter = self.adapters.get(task.agent.type)
         try:
             if adapter is None:
                 return RunResult(
                     State.FAILED,
-                    error=f"agent type {rec.task.agent.type!r} is not supported by this tui yet",
+                    error=f"agent type {task.agent.type!r} is not supported by this tui yet",
                 )
             spawner = self.spawner
             keeper = self.keeper
-            if keeper is not None and adoptive(adapter) and rec.task.worktree is None:
+            if keeper is not None and task.worktree is None and adoptive(adapter):
                 # Its agent outlives this engine if it dies: the next one carries it on.
                 keeper.setup(host.engine_id, host.db_path)
                 spawner = _adoptable(keeper, run.run_id)
@@ -249,8 +260,11 @@ class LocalExecutor:
         finally:
             if watchdog:
                 watchdog.cancel()
-            if run.proc is not None:
-                await terminate_group(run.proc.pid, grace=0.5)
+            proc = run.proc
+            if proc is not None and proc.returncode is None:
+                # Adapters end their group themselves (cli_process.follow does on every path,
+                # cancellation included); this is for a process an adapter left unreaped.
+                await terminate_group(proc.pid, grace=0.5, proc=proc)
 
     async def adopt(
         self,
