@@ -12,40 +12,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from tests.procs.children import communicate, read_all
 from tui.procs.keeper import READ_CHUNK, WINDOW
 from tui.procs.keeper_client import _KEEPER, Keeper, KeptChild
-from tui.procs.process import Child, OutPipe, proc_start_time
-
-
-@pytest.fixture
-async def keeper() -> AsyncIterator[Keeper]:
-    k = Keeper()
-    k.start()
-    try:
-        yield k
-    finally:
-        await k.close()
-
-
-async def _read_all(pipe: OutPipe) -> bytes:
-    out = b""
-    while chunk := await pipe.read(65536):
-        out += chunk
-    return out
-
-
-async def _communicate(proc: Child) -> tuple[bytes, bytes, int]:
-    async with asyncio.timeout(30):
-        out, err, code = await asyncio.gather(
-            _read_all(proc.stdout), _read_all(proc.stderr), proc.wait()
-        )
-    proc.close_pipes()
-    return out, err, code
+from tui.procs.process import proc_start_time
 
 
 def _ppid(pid: int) -> int:
@@ -111,7 +85,7 @@ async def test_a_kept_child_runs_as_spawn_would_start_it(
         cwd = str(tmp_path) if where == "cwd" else None
         proc = await keeper.spawn(["bash", "-c", script], cwd=cwd, env=env)
         assert isinstance(proc, KeptChild)
-        out, err, code = await _communicate(proc)
+        out, err, code = await communicate(proc)
     finally:
         del os.environ["TUI_KEEPER_TEST_GONE"]
     first, ids = out.decode().splitlines()
@@ -128,7 +102,7 @@ async def test_stdin_is_written_then_closed(keeper: Keeper) -> None:
     await proc.stdin.drain()
     proc.stdin.write(b"two" * 100_000)  # more than a pipe holds: the keeper writes it in parts
     proc.stdin.close()
-    out, _, code = await _communicate(proc)
+    out, _, code = await communicate(proc)
     assert out == b"one\n" + b"two" * 100_000 and code == 0
 
 
@@ -139,7 +113,7 @@ async def test_a_command_that_cannot_start_raises_as_spawn_does(keeper: Keeper) 
         await keeper.spawn(["true"], cwd="/nonexistent-dir", env=None)
     # The keeper goes on.
     proc = await keeper.spawn(["true"], cwd=None, env=None)
-    assert (await _communicate(proc))[2] == 0
+    assert (await communicate(proc))[2] == 0
 
 
 async def test_the_identity_is_the_agent_itself(keeper: Keeper) -> None:
@@ -153,7 +127,7 @@ async def test_the_identity_is_the_agent_itself(keeper: Keeper) -> None:
         )
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
-    assert (await _communicate(proc))[2] == -signal.SIGKILL
+    assert (await communicate(proc))[2] == -signal.SIGKILL
 
 
 async def test_many_children_and_large_output_arrive_whole_and_in_order(keeper: Keeper) -> None:
@@ -171,9 +145,9 @@ async def test_many_children_and_large_output_arrive_whole_and_in_order(keeper: 
             for i in range(200)
         )
     )
-    results = await asyncio.gather(*(_communicate(p) for p in quiet))
+    results = await asyncio.gather(*(communicate(p) for p in quiet))
     assert [(o, c) for o, _, c in results] == [(f"{i}\n".encode(), i % 7) for i in range(200)]
-    out, err, code = await _communicate(loud)
+    out, err, code = await communicate(loud)
     assert code == 0
     assert out == b"".join(f"{i:019d}\n".encode() for i in range(400_000))
     assert err == b"e" * 8_000_000
@@ -190,7 +164,7 @@ async def test_a_dead_keeper_ends_its_agents_and_the_next_spawn_starts_another(
     async with asyncio.timeout(10):
         code = await proc.wait()
     assert code == -signal.SIGKILL and proc.lost
-    assert await _read_all(proc.stdout) == b""
+    assert await read_all(proc.stdout) == b""
     deadline = time.monotonic() + 10
     while True:  # the whole group, the background sleep too
         try:
@@ -201,7 +175,7 @@ async def test_a_dead_keeper_ends_its_agents_and_the_next_spawn_starts_another(
         await asyncio.sleep(0.01)
     proc.close_pipes()
     again = await keeper.spawn(["sh", "-c", "echo $PPID"], cwd=None, env=None)
-    out, _, code = await _communicate(again)
+    out, _, code = await communicate(again)
     assert code == 0 and int(out) == keeper.pid != first
 
 
@@ -243,14 +217,14 @@ def test_an_engine_killed_takes_its_agents_with_it(tmp_path: Path) -> None:
 async def test_a_spawn_cancelled_midway_leaves_no_process(keeper: Keeper) -> None:
     marker = f"TUI_KEEPER_CANCEL={os.getpid()}-{time.monotonic_ns()}".encode()
     env = {**os.environ, "TUI_KEEPER_CANCEL": marker.split(b"=", 1)[1].decode()}
-    await _communicate(await keeper.spawn(["true"], cwd=None, env=None))  # the keeper is up
+    await communicate(await keeper.spawn(["true"], cwd=None, env=None))  # the keeper is up
     task = asyncio.create_task(keeper.spawn(["sleep", "300"], cwd=None, env=env))
     await asyncio.sleep(0)  # the request is on its way
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     # The keeper answers in order: once a later spawn is back, the cancelled one was too.
-    await _communicate(await keeper.spawn(["true"], cwd=None, env=None))
+    await communicate(await keeper.spawn(["true"], cwd=None, env=None))
     deadline = time.monotonic() + 10
     while left := [pid for pid in _pids() if marker in _environ(pid) and not _zombie(pid)]:
         assert time.monotonic() < deadline, f"the cancelled child {left} was left behind"
@@ -275,7 +249,7 @@ async def test_a_keeper_that_does_not_stop_when_told_is_killed(
 
     monkeypatch.setattr(keeper_client, "CLOSE_WAIT", 0.5)
     k = Keeper()
-    await _communicate(await k.spawn(["true"], cwd=None, env=None))  # it is up
+    await communicate(await k.spawn(["true"], cwd=None, env=None))  # it is up
     pid = k.pid
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)  # it cannot read the stop
@@ -301,7 +275,7 @@ async def test_an_agent_whose_output_is_not_taken_waits_on_its_pipe(
         await asyncio.sleep(0.01)
     assert proc.out.queued <= WINDOW + READ_CHUNK
     assert not mark.exists()
-    out, _, code = await _communicate(proc)
+    out, _, code = await communicate(proc)
     assert (len(out), code) == (size, 0) and mark.exists()
 
 

@@ -4,43 +4,21 @@ of starting agents (posix_spawn was tried) must give the same."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from tests.procs.children import communicate
 from tui.procs.keeper_client import Keeper
-from tui.procs.process import Child, OutPipe, proc_start_time
-
-
-@pytest.fixture
-async def keeper() -> AsyncIterator[Keeper]:
-    k = Keeper()
-    k.start()
-    try:
-        yield k
-    finally:
-        await k.close()
-
-
-async def _read_all(pipe: OutPipe) -> bytes:
-    out = b""
-    while chunk := await pipe.read(65536):
-        out += chunk
-    return out
+from tui.procs.process import Child, proc_start_time
 
 
 async def _run(proc: Child) -> tuple[str, str, int]:
-    async with asyncio.timeout(30):
-        out, err, code = await asyncio.gather(
-            _read_all(proc.stdout), _read_all(proc.stderr), proc.wait()
-        )
-    proc.close_pipes()
+    out, err, code = await communicate(proc)
     return out.decode(), err.decode(), code
 
 
