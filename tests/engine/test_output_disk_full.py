@@ -90,3 +90,76 @@ async def test_a_run_that_ended_with_its_last_lines_refused_is_not_completed(
         assert "database disk is full" in (rec.reason or ""), rec.reason
     finally:
         await store.close()
+
+
+async def test_a_refused_runs_later_lines_leave_the_room_for_its_end(small_disk: Path) -> None:
+    """The flood keeps writing until its kill lands. Batches of it small enough for the room
+    the refused batch left in the WAL would take that room one after another; then the run's
+    own end could never be stored and the engine would wait for room for ever."""
+    store = await Store.open(small_disk / "tui.db")
+    try:
+        [rec] = await store.insert_tasks([shell_task("flood", "yes")], approved=True)
+        await store.transition(rec.id, State.PENDING, State.QUEUED)
+        began = await store.start_run(rec.id, "test-engine")
+        assert began is not None
+        flood = LineCounter(rec.id, began.run_id)
+        (small_disk / "filler").write_bytes(b"\0" * 1_000_000)
+
+        published: list[OutputBatch] = []
+        refused: list[set[int]] = []
+        buffer = OutputBuffer(store, published.append, lambda e, ids: refused.append(ids))
+        await buffer.add(flood, STDOUT, ["x" * 70] * 15_000)
+        await buffer.flush()
+        assert refused == [{flood.run_id}]
+        for _ in range(100):  # what it wrote before the kill landed, a little at a time
+            await buffer.add(flood, STDOUT, ["x" * 70] * 50)
+            await buffer.flush()
+
+        assert await store.read_output(rec.id) == []
+        assert published == []
+        await store.end_run(began.run_id, outcome="FAILED", error="database disk is full")
+        [run] = await store.runs(rec.id)
+        assert run.outcome == "FAILED"
+    finally:
+        await store.close()
+
+
+def _fill(disk: Path) -> None:
+    """Take every byte left on ``disk``."""
+    with open(disk / "filler", "ab") as f:
+        while True:
+            try:
+                f.write(b"\0" * 65536)
+                f.flush()
+            except OSError:
+                return
+
+
+async def test_a_runs_end_is_stored_on_a_disk_filled_to_the_last_byte(small_disk: Path) -> None:
+    """Nothing the run's own lines left in the WAL to reuse: its end takes the room the engine
+    kept for ends (tui.engine.room), rather than waiting for room for ever."""
+    fifo = small_disk.parent / "go"
+    os.mkfifo(fifo)
+    store = await Store.open(small_disk / "tui.db")
+    try:
+        room = small_disk / "tui.db-room"
+        engine = Engine(store)
+        await engine.start()
+        assert room.stat().st_size > 0
+        [task_id] = await engine.submit([shell_task("last", f"cat {fifo}")])
+        # Opening the fifo returns once the task has it open: it is running.
+        writer = await asyncio.to_thread(open, fifo, "w")
+        _fill(small_disk)
+        writer.write("its one line\n")
+        writer.close()
+        # Without the room the end waits for ever, and so would the engine's stop: fail here.
+        async with asyncio.timeout(60):
+            await engine.wait_settled([task_id])
+        await engine.stop()
+        rec = await store.get_task(task_id)
+        assert rec is not None
+        assert rec.state == State.FAILED, rec
+        assert "database disk is full" in (rec.reason or ""), rec.reason
+        assert not room.exists()
+    finally:
+        await store.close()

@@ -19,6 +19,7 @@ from tui.engine.children import Children
 from tui.engine.clock import Clock
 from tui.engine.end_log import EndLog
 from tui.engine.output import OutputBuffer
+from tui.engine.room import Room
 from tui.engine.runner import Executor, Run, RunHost
 from tui.engine.worktrees import Worktrees
 from tui.model.states import State
@@ -36,6 +37,7 @@ class EngineCore:
     defaults: FileDefaults | None
     worktrees: Worktrees
     end_log: EndLog | None  # tui.engine.end_log
+    room: Room | None  # tui.engine.room
     _tasks: dict[str, TaskRecord]  # as the store last returned each
     _running: dict[str, Run]
     _runners: set[asyncio.Task[None]]  # until each has fully finished

@@ -53,12 +53,19 @@ class OutputBuffer:
         self._writing: tuple[list[ChunkRow], list[tuple[str, int, int, float, str]]] = ([], [])
         self._flushing: asyncio.Future[None] | None = None
         self._ready = asyncio.Event()
+        # Runs whose lines a full disk refused: they are killed, and their later lines are not
+        # stored. A smaller batch of them could still fit in the room the refused one left in
+        # the WAL, and batch after batch would take it all: then the run's own end (a few
+        # pages) could never be stored, and the engine would wait for room for ever.
+        self._refused: set[int] = set()
 
     async def add(
         self, run: LineCounter, stream: int, lines: list[str], end: int | None = None
     ) -> None:
         """Buffer ``lines``; ``end``: the byte offset in the agent's ``stream`` where they
         end (stored with them, see tui.store.output.append)."""
+        if run.run_id in self._refused:
+            return
         now = time.time()
         if end is not None:
             self._ends[run.run_id, stream] = (end, run)
@@ -152,7 +159,20 @@ class OutputBuffer:
             if own_chunks:
                 self._publish(OutputBatch.of_chunks(first_id, own_chunks))
         if refused:
+            self._refuse(refused)
             self._not_stored(error, refused)
+
+    def _refuse(self, run_ids: set[int]) -> None:
+        """Drop what is buffered of ``run_ids`` and every line they send from now on."""
+        self._refused |= run_ids
+        self._chunks = [c for c in self._chunks if c[1] not in run_ids]
+        self._lines = sum(c[6] for c in self._chunks)
+        self._raw = [r for r in self._raw if r[1] not in run_ids]
+        self._ends = {k: v for k, v in self._ends.items() if k[0] not in run_ids}
+
+    def forget(self, run_id: int) -> None:
+        """``run_id`` has ended."""
+        self._refused.discard(run_id)
 
     async def loop(self) -> None:
         """Flush a frame after the first line of each batch, forever."""

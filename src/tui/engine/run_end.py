@@ -125,6 +125,7 @@ class RunEnd(EngineCore):
         finally:
             if recorded and self.end_log is not None:
                 self.end_log.done()
+            self.output.forget(run.run_id)
             if isinstance(run.proc, KeptChild):  # its end is stored: the keeper may forget it
                 run.proc.release()
 
@@ -275,8 +276,11 @@ class RunEnd(EngineCore):
                 start = (nxt, self.engine_id, self._tasks.get(nxt))
                 return await self.store.end_run_then_start(run.run_id, start, **end)
             except DiskFullError as e:  # the run's end is stored once there is room again
-                log.error("%s; run %s ends when it can be stored", e, run.run_id)
                 if nxt is not None:  # not started meanwhile: back to the queue
                     self._enqueue(self._tasks[nxt])
                     nxt = None
+                if self.room is not None and self.room.give_back():  # tui.engine.room
+                    log.error("%s; the room kept for run ends is given back", e)
+                    continue
+                log.error("%s; run %s ends when it can be stored", e, run.run_id)
                 await asyncio.sleep(DISK_FULL_RETRY)

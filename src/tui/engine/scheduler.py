@@ -43,6 +43,7 @@ from tui.engine.output import FLUSH_HIGH_WATER, OutputBuffer
 from tui.engine.questions import Questions
 from tui.engine.queue import RunQueue
 from tui.engine.recovery import end_orphaned_runs
+from tui.engine.room import Room, room_path
 from tui.engine.run_end import RunEnd
 from tui.engine.runner import Executor, LocalExecutor, Run
 from tui.engine.stream import SUBSCRIBER_BACKLOG, EventStream
@@ -60,8 +61,6 @@ if TYPE_CHECKING:
     from tui.engine.api import Message, Reply
 
 log = logging.getLogger(__name__)
-
-DISK_FULL_RETRY = 1.0  # seconds between attempts to store a run's end while the disk is full
 
 
 def _engine_alive(pid: int, start: int | None) -> bool:
@@ -133,6 +132,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         self.on_spawn: Callable[[int], None] | None = None
         self.worktrees = Worktrees(store)
         self.end_log: EndLog | None = None  # opened by recovery (tui.engine.end_log)
+        self.room: Room | None = None  # kept by recovery (tui.engine.room)
         self.hooks = HookRunner(store, self._tasks_get, defaults.hooks if defaults else None)
 
     @property
@@ -197,6 +197,9 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
             self.end_log.clear()
             self.end_log.close()
             self.end_log = None
+        if self.room is not None:
+            self.room.close()
+            self.room = None
         self.store.on_event = None
         self.stream.live = False
 
@@ -219,6 +222,8 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         """Reconcile what a dead engine left behind, then load every task."""
         where = ends_path(self.db_path)
         self.end_log = EndLog(where) if where is not None else None
+        room = room_path(self.db_path)
+        self.room = Room(room) if room is not None else None
         ends = self.end_log.read() if self.end_log is not None else {}
         adopted = await self._adopt_kept(ends)  # agents a dead engine's keeper kept
         spare = {run_id: a.group for run_id, a in adopted.items()}
