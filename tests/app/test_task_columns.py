@@ -9,6 +9,7 @@ import pytest
 from tests.app.app_support import until, visible_text
 from tests.conftest import shell_task
 from tui.app.tui_app import TuiApp
+from tui.app.widgets import task_cells
 from tui.app.widgets.task_columns import COLUMNS, PAD, fit_columns, fit_text, most_width
 from tui.app.widgets.task_list import TaskList
 from tui.engine.scheduler import Engine
@@ -150,3 +151,32 @@ async def test_a_long_name_leaves_the_other_rows_notes_whole_at_120x40(engine: E
             assert "waiting on integration-suite" in row, row
         (row,) = [r for r in rows if "regenerate" in r]
         assert "…" in row  # the one long name is cut, not the others' notes
+
+
+def test_a_column_shows_only_when_the_ones_before_it_fit() -> None:
+    """Where TIME does not fit, TRY does not take its place: the note has those cells."""
+    content = {**CONTENT, "name": 20, "note": 28, "agent": 0, "prio": 0, "tags": 0, "cost": 0}
+    layout = fit_columns(content, 43, 13)  # the list's width at 80×24
+    assert "time" not in layout and "try" not in layout
+    assert layout["name"] == 20 and layout["note"] == 15
+    assert fit_columns(content, 44, 13)["time"] == 6  # one cell more: TIME first
+
+
+async def test_a_notes_words_at_80x24_when_time_is_long(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80×24, tasks of 20-cell names running for minutes ("12m05s"): TIME did not fit,
+    TRY took three of its cells and the note showed "waiting o…"."""
+    monkeypatch.setattr(task_cells, "elapsed", lambda r, now: "12m05s" if r.run_started_at else "")
+    first = shell_task("integration-suite-ab", "sleep 300")
+    second = shell_task("migrate-the-database", "sleep 300")
+    then = shell_task("publish-the-artifact", "true", depends_on=[first.id, second.id])
+    await engine.submit([first, second, then])
+    app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(TaskList)
+        await until(pilot, lambda: "waiting" in visible_text(table), "the note")
+        header, *rows = visible_text(table).splitlines()
+        assert "TRY" not in header or "TIME" in header, header
+        (row,) = [r for r in rows if "publish-the-artifact" in r]
+        assert "waiting on int" in row, row

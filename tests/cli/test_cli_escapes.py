@@ -34,7 +34,7 @@ def test_a_newline_or_tab_in_a_name_keeps_each_task_on_one_line(tui: Tui) -> Non
     header, *rows = ls.stdout.splitlines()
     assert len(rows) == 2, repr(ls.stdout)
     for row in rows:
-        assert row[header.index("STATE") :].split()[0] in ("COMPLETED", "FAILED"), repr(row)
+        assert row[header.index("STATE") :].split()[0] in ("done", "failed"), repr(row)
     # `tui run`: one line per transition, the state columns lined up.
     arrows = {line.index("→") for line in run.stdout.splitlines()}
     assert len(arrows) == 1, repr(run.stdout)

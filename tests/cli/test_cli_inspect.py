@@ -36,14 +36,10 @@ def test_ls_table_shows_every_task(stored: Tui) -> None:
     assert res.returncode == 0, str(res)
     rows = res.stdout.splitlines()
     assert rows[0].split()[:3] == ["ID", "NAME", "STATE"]
-    body = "\n".join(rows[1:])
-    for name, state in [
-        ("talker", "COMPLETED"),
-        ("quiet", "COMPLETED"),
-        ("broken", "FAILED"),
-        ("after", "CANCELLED"),
-    ]:
-        assert any(name in r and state in r for r in rows[1:]), body
+    # The task list's words, in the STATE column: what the app shows, not the stored names.
+    at = rows[0].index("STATE")
+    shown = {r.split()[1]: r[at:].split()[0] for r in rows[1:]}
+    assert shown == {"talker": "done", "quiet": "done", "broken": "failed", "after": "cancelled"}
 
 
 def test_ls_state_filter(stored: Tui) -> None:
@@ -54,10 +50,35 @@ def test_ls_state_filter(stored: Tui) -> None:
     assert "after" in table.stdout and "talker" not in table.stdout
 
 
-def test_ls_unknown_state_is_a_clear_error(stored: Tui) -> None:
+@pytest.mark.parametrize("word", ["done", "Done", "DONE", "COMPLETED", "completed"])
+def test_ls_state_takes_the_lists_word_or_the_stored_name(stored: Tui, word: str) -> None:
+    assert [t["name"] for t in stored.ls("--state", word)] == ["talker", "quiet"]
+
+
+def test_ls_state_of_two_words_in_any_spelling(tui: Tui) -> None:
+    f = write_tasks(tui.dir / "t.yaml", [shell_task("slow", "sleep 30", timeout="100ms")])
+    assert tui("run", str(f)).returncode == 1
+    for word in ("timed out", "timed-out", "Timed_Out", "TIMED_OUT"):
+        assert [t["name"] for t in tui.ls("--state", word)] == ["slow"], word
+        table = tui("ls", "--state", word)
+        assert " slow " in table.stdout and " timed out " in table.stdout, word
+    assert tui.ls("--state", "needs-you") == tui.ls("--state", "needs you") == []
+
+
+def test_ls_unknown_state_is_a_one_line_error_listing_the_words(stored: Tui) -> None:
     res = stored("ls", "--state", "bogus")
-    assert res.returncode == 2
-    assert "bogus" in res.stderr and "COMPLETED" in res.stderr
+    assert res.returncode == 2 and res.stdout == ""
+    assert len(res.stderr.splitlines()) == 1, res.stderr  # no traceback, no usage dump
+    assert "--state" in res.stderr and "'bogus'" in res.stderr
+    for word in ("pending", "needs-you", "done", "timed-out", "over-budget", "skipped"):
+        assert word in res.stderr, res.stderr
+
+
+def test_ls_help_lists_the_lists_words(tui: Tui) -> None:
+    res = tui("ls", "--help", db=False)
+    assert res.returncode == 0
+    text = " ".join(res.stdout.split())
+    assert "needs-you, blocked, done, failed, timed-out, cancelled, over-budget" in text
 
 
 def test_ls_tag_filter(stored: Tui) -> None:

@@ -61,7 +61,7 @@ def test_task_runs_a_template_end_to_end_with_hostile_text(configured: Tui) -> N
     tui = configured
     res = tui("task", "rv", "--model", "m1", HOSTILE)  # the text may follow options
     assert res.returncode == 0, str(res)
-    assert "COMPLETED" in res.stdout
+    assert "running → done" in " ".join(res.stdout.split())
     logs = tui("logs", "review")
     assert logs.stdout == f"House rules.\n\nReview: {HOSTILE}\n", str(logs)
     assert not (tui.dir / "pwned").exists() and not (tui.dir / "pwned2").exists()

@@ -64,7 +64,7 @@ def test_commands_go_through_the_daemon_and_runs_outlive_them(tui: Tui) -> None:
     out, err = run.communicate(timeout=60)
     assert run.returncode == 0, err
     assert f"submitted 2 task(s) to the tui daemon (pid {pid})" in err
-    assert "→ COMPLETED" in out
+    assert "running → done" in " ".join(out.split())
 
     # The run belongs to the daemon: a task started by a `tui run` that was killed goes on.
     gate.unlink()
@@ -88,10 +88,10 @@ def test_a_run_through_the_daemon_prints_every_transition(tui: Tui) -> None:
     assert res.returncode == 0, str(res)
     shown = [line for line in res.stdout.splitlines() if " instant " in line]
     assert [line.split("→")[1].split()[0] for line in shown] == [
-        "PENDING",
-        "QUEUED",
-        "RUNNING",
-        "COMPLETED",
+        "pending",
+        "queued",
+        "running",
+        "done",
     ], res.stdout
 
 
@@ -109,7 +109,7 @@ def test_run_manual_approve_through_the_daemon_waits_for_approval(tui: Tui) -> N
     out, err = run.communicate(timeout=60)
     assert run.returncode == 0, err
     assert tui.state_of("gated") == "COMPLETED"
-    assert "PENDING → QUEUED" in " ".join(out.split())
+    assert "pending → queued" in " ".join(out.split())
     # The daemon keeps its own concurrency, and says so rather than ignore the flag quietly.
     assert (
         f"--concurrency only applies to an engine this command starts; the tui daemon (pid {pid})"
@@ -153,7 +153,7 @@ def test_a_failed_task_with_spaces_and_newlines_in_its_name_fails_the_run(tui: T
         )
         res = tui("run", str(f))
         assert res.returncode == 1, str(res)
-        assert "done: 1 completed, 1 failed" in res.stderr, str(res)
+        assert "2 tasks: 1 done, 1 failed" in res.stderr, str(res)
         assert tui.state_of("a name\nwith a newline") == "FAILED"
         assert tui.state_of("fine one") == "COMPLETED"
         bad = write_tasks(tui.dir / "bad.yaml", [shell_task("x", "true", id="a b\nc")])

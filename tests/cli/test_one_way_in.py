@@ -79,8 +79,8 @@ def test_a_run_handed_to_a_foreground_run_is_carried_to_the_end(tui: Tui) -> Non
     assert second.returncode == 0, err_b
     assert first.returncode == 0, err_a
     assert "submitted 1 task(s) to the `tui run` (pid" in err_b
-    assert any(" b1 " in ln and "→ COMPLETED" in ln for ln in out_b.splitlines()), out_b
-    assert any(" b1 " in ln and "→ COMPLETED" in ln for ln in out_a.splitlines()), out_a
+    assert any(" b1 " in ln and "running → done" in ln for ln in out_b.splitlines()), out_b
+    assert any(" b1 " in ln and "running → done" in ln for ln in out_a.splitlines()), out_a
     assert tui.state_of("b1") == "COMPLETED"
     assert status(tui)["running"] is False  # no daemon was needed
 

@@ -185,7 +185,7 @@ async def test_two_tabs_are_two_viewers_of_one_daemon(web: Web, tmp_path: Path) 
         gate.touch()  # the run outlived both tabs; the `tui run` following it sees it finish
         out, err = run.communicate(timeout=60)
         assert run.returncode == 0, err
-        assert "→ COMPLETED" in out
+        assert "running → done" in " ".join(out.split())
 
 
 async def test_stopping_the_server_stops_the_tab_apps(web: Web) -> None:

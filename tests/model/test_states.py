@@ -1,6 +1,8 @@
 from itertools import product
 
-from tui.model.states import TRANSITIONS, State, valid_transition
+import pytest
+
+from tui.model.states import LABELS, TRANSITIONS, State, state_named, valid_transition
 
 # Written out again from the issue on purpose: the table in the code must match it exactly.
 # The last lines hold our documented extensions (README "States"): the engine's own, then the
@@ -41,3 +43,23 @@ def test_completed_leaves_only_for_the_queue() -> None:
 def test_unknown_state_names_are_rejected() -> None:
     assert not valid_transition("PENDING", "DONE")
     assert not valid_transition("nope", "QUEUED")
+
+
+def test_a_state_is_named_by_the_lists_word_or_its_stored_name() -> None:
+    for word in ("done", "DONE", "Completed", "COMPLETED"):
+        assert state_named(word) is State.COMPLETED, word
+    for word in ("needs you", "needs-you", "NEEDS_YOU", "ready", "READY"):
+        assert state_named(word) is State.READY, word
+    for word in ("timed out", "timed-out", "TIMED_OUT", "timed_out"):
+        assert state_named(word) is State.TIMED_OUT, word
+    assert state_named("over budget") is state_named("BUDGET_EXCEEDED") is State.BUDGET_EXCEEDED
+    # Every state by each of its names: no word names two states.
+    for s in State:
+        assert state_named(s.value) is state_named(LABELS[s]) is s
+
+
+def test_an_unknown_state_word_says_which_there_are() -> None:
+    with pytest.raises(ValueError) as e:
+        state_named("finished")
+    assert str(e.value).startswith("unknown state 'finished': one of pending, queued, running,")
+    assert "needs-you" in str(e.value) and "over-budget" in str(e.value)

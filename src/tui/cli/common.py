@@ -15,6 +15,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tui.model.states import label
+
 if TYPE_CHECKING:  # the store and models are imported by the commands that use them
     from tui.config.schema import Settings
     from tui.engine.runner import Executor
@@ -139,9 +141,11 @@ def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
         )
     else:
         stamp = _stamp(ev.at)
-        frm = ev.from_state or "new"
+        frm = label(ev.from_state) if ev.from_state else "new"
+        to = label(ev.to_state) if ev.to_state else ""
         reason = f"  {one_line(ev.reason)}" if ev.reason else ""
-        line = f"{stamp} {one_line(name):<24} {frm:>15} → {ev.to_state:<15}{reason}"
+        # The list's words ("running → done"), 11 cells: "over budget", the longest.
+        line = f"{stamp} {one_line(name):<24} {frm:>11} → {to:<11}{reason}"
     _lines.add(line)
 
 

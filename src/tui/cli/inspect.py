@@ -12,7 +12,7 @@ from tui.daemon.lifecycle import attach, ensure
 from tui.daemon.remote import DaemonStopped, RemoteEngine
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.model.duration import format_duration
-from tui.model.states import State
+from tui.model.states import State, label, state_named
 from tui.model.tree import short_name, tree_order
 from tui.store.db import Store
 from tui.store.records import STDERR, STDOUT, OutputLine, TaskRecord
@@ -22,9 +22,9 @@ async def cmd_ls(args: argparse.Namespace) -> int:
     states = None
     if args.state:
         try:
-            states = [State(args.state.upper())]
-        except ValueError:
-            err(f"unknown state {args.state!r}; one of: {', '.join(s.value for s in State)}")
+            states = [state_named(args.state)]  # "done" or COMPLETED
+        except ValueError as e:
+            err(f"--state: {e}")
             return 2
     async with open_store(args.db, create=False) as store:
         records = await store.list_tasks(states=states, tag=args.tag)
@@ -33,7 +33,7 @@ async def cmd_ls(args: argparse.Namespace) -> int:
         return 0
     names = {r.id: r.name for r in records}
     if records:
-        print(f"{'ID':<8}  {'NAME':<24} {'STATE':<15} {'TRY':>5} {'COST':>8}  {'AGENT':<8} NOTE")
+        print(f"{'ID':<8}  {'NAME':<24} {'STATE':<11} {'TRY':>5} {'COST':>8}  {'AGENT':<8} NOTE")
     for r, depth in tree_order(records, lambda r: r.id, lambda r: r.task.parent_task_id):
         print(printable(_ls_line(r, names, depth)))
     return 0
@@ -51,9 +51,9 @@ def _ls_line(r: TaskRecord, names: dict[str, str], depth: int = 0) -> str:
     # A subtask is shown under its parent, indented, by its own part of the name.
     name = "  " * depth + one_line(short_name(r.name, names.get(r.task.parent_task_id, "")))
     # A task waiting on its classifier shows that phase, and no agent yet.
-    state, agent = (r.phase, "?") if r.phase else (r.state.value, r.task.agent.type)
+    state, agent = (r.phase, "?") if r.phase else (label(r.state), r.task.agent.type)
     return (
-        f"{r.id[:8]:<8}  {name[:24]:<24} {state:<15} {tries:>5} "
+        f"{r.id[:8]:<8}  {name[:24]:<24} {state:<11} {tries:>5} "
         f"{r.cost_usd:>8.4f}  {agent:<8} {one_line(note)}{timeout}"
     )
 

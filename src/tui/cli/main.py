@@ -26,6 +26,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ~5 ms, and a command's own options parse the same without its siblings."""
     import argparse
 
+    from tui.model.states import WORDS
+
     p = argparse.ArgumentParser(
         prog="tui", description="A terminal cockpit for coding-agent tasks."
     )
@@ -55,20 +57,32 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     run = sub.add_parser("run", parents=[db], help="run task files until every task is final")
     run.add_argument("files", nargs="*", metavar="FILE", help="YAML task files or directories")
     run.add_argument("--concurrency", type=int, metavar="N", help=_CONCURRENCY)
-    run.add_argument("--json", action="store_true", help="one JSON object per transition")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per transition, states as stored (RUNNING, COMPLETED…)",
+    )
     run.add_argument("--shell", help=_SHELL)
     run.add_argument("--executor", choices=("local", "ray"), help=_EXECUTOR)
     run.add_argument("--force", action="store_true", help=_FORCE)
     run.add_argument(
-        "--manual-approve", action="store_true", help="keep new tasks PENDING until `tui approve`"
+        "--manual-approve", action="store_true", help="keep new tasks pending until `tui approve`"
     )
 
     val = sub.add_parser("validate", help="check task files and report every problem")
     val.add_argument("files", nargs="+", metavar="FILE")
 
-    ls = sub.add_parser("ls", parents=[db], help="list tasks")
-    ls.add_argument("--json", action="store_true")
-    ls.add_argument("--state", metavar="S", help="only tasks in this state")
+    ls = sub.add_parser("ls", parents=[db], help="list tasks", formatter_class=_words_formatter())
+    ls.add_argument(
+        "--json",
+        action="store_true",
+        help="JSON for scripts: states as stored (COMPLETED, TIMED_OUT…), not the table's words",
+    )
+    ls.add_argument(
+        "--state",
+        metavar="STATE",
+        help=f"only tasks in this state: {', '.join(WORDS)} (or a stored name: COMPLETED…)",
+    )
     ls.add_argument("--tag", metavar="T", help="only tasks with this tag")
 
     logs = sub.add_parser("logs", parents=[db], help="print a task's output")
@@ -80,7 +94,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, text in (
         ("cancel", "cancel a task (kills its process group)"),
         ("retry", "queue a failed, timed-out or cancelled task again"),
-        ("approve", "let a PENDING task run"),
+        ("approve", "let a pending task run"),
     ):
         c = sub.add_parser(name, parents=[db], help=text)
         c.add_argument("task", metavar="ID", help="id, unique id prefix, or task name")
@@ -102,6 +116,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for group in groups:
         group.add_parsers(sub, db)
     return p
+
+
+def _words_formatter() -> type[argparse.HelpFormatter]:
+    import argparse
+    import textwrap
+
+    class WordsFormatter(argparse.HelpFormatter):
+        """Help wrapped between words only: "needs-you" and "over-budget" stay whole."""
+
+        def _split_lines(self, text: str, width: int) -> list[str]:
+            return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    return WordsFormatter
 
 
 def main(argv: Sequence[str] | None = None) -> int:

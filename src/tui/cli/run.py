@@ -33,7 +33,7 @@ from tui.engine import api
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.engine.scheduler import Engine, live_engine_pid
 from tui.model.issues import Issue
-from tui.model.states import ENDED, SATISFIED, State
+from tui.model.states import ENDED, SATISFIED, State, label
 from tui.model.task import Task
 from tui.store.db import Store
 from tui.store.records import EventRecord, TaskRecord
@@ -221,13 +221,13 @@ def _print_event(ev: EventRecord, name: str, as_json: bool) -> None:
 
 def _summary(records: Sequence[TaskRecord | None]) -> int:
     flush_transitions()
-    counts: dict[str, int] = {}
+    counts = dict.fromkeys(State, 0)  # in the list's order: pending … done, failed …
     for r in records:
         if r is not None:
-            counts[r.state.value] = counts.get(r.state.value, 0) + 1
-    print(
-        "done: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())), file=sys.stderr
-    )
+            counts[r.state] += 1
+    total = sum(counts.values())
+    told = ", ".join(f"{n} {label(s)}" for s, n in counts.items() if n)
+    print(f"{total} task{'' if total == 1 else 's'}: {told}", file=sys.stderr)
     by_id = {r.id: r for r in records if r is not None}
 
     def fine(r: TaskRecord | None, depth: int = 0) -> bool:

@@ -48,7 +48,11 @@ def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) ->
         "repeat for more",
     )
     p.add_argument("--list", action="store_true", help="list every template and its source")
-    p.add_argument("--json", action="store_true", help="JSON output (list or transitions)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="JSON output (list or transitions; states as stored: RUNNING, COMPLETED…)",
+    )
     p.set_defaults(
         handler=cmd_task, concurrency=None, shell=None, manual_approve=False, task_args=[]
     )

@@ -117,6 +117,34 @@ def being(state: State | str) -> str:
     return word if State(state) in (S.READY, S.TIMED_OUT) else f"is {word}"
 
 
+def _key(word: str) -> str:
+    # "Needs-You", "needs_you" and "needs  you" name one state; so do TIMED_OUT and "timed out".
+    return " ".join(word.replace("_", " ").replace("-", " ").split()).casefold()
+
+
+_NAMED: dict[str, State] = {
+    **{_key(s.value): s for s in State},
+    **{_key(word): s for s, word in LABELS.items()},
+}
+
+# The words a command line takes and suggests for a state: the list's, a space as a dash
+# (as the app's `state:` filter writes them), in the list's order.
+WORDS: tuple[str, ...] = tuple(word.replace(" ", "-") for word in LABELS.values())
+
+
+def state_named(word: str) -> State:
+    """The state ``word`` names: the list's word ("done", "needs you" or needs-you) or the
+    stored name (COMPLETED, timed_out), in any case. ValueError, saying which words there
+    are, for any other."""
+    try:
+        return _NAMED[_key(word)]
+    except KeyError:
+        raise ValueError(
+            f"unknown state {word!r}: one of {', '.join(WORDS)} (or a stored name such as "
+            "COMPLETED)"
+        ) from None
+
+
 def valid_transition(src: State | str, dst: State | str) -> bool:
     """True when the table allows moving a task from ``src`` to ``dst``."""
     try:

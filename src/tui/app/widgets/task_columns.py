@@ -2,9 +2,10 @@
 
 The list never scrolls sideways: columns are dropped by priority as the pane narrows (tags
 first, then priority, agent, the state's label, cost, attempt, time, and the note last before
-the name), names are capped so one long name does not widen every row, and a cell that is
-still too long is cut with "…" rather than to a stray letter. Spare room goes to the name
-(up to its cap) before the note grows past its minimum.
+the name; attempt never shows without time, nor cost without attempt), names are capped so
+one long name does not widen every row, and a cell that is still too long is cut with "…"
+rather than to a stray letter. Spare room goes to the name (up to its cap) before the note
+grows past its minimum.
 """
 
 from __future__ import annotations
@@ -86,7 +87,9 @@ def fit_columns(
         chosen["note"] = min(note_want, NOTE_MIN)
     for col in WANTED:
         want = min(content.get(col, 0), CAPS[col])
-        if want and fits(want + 2 * PAD):
+        if want and not fits(want + 2 * PAD):
+            break  # not TRY where TIME did not fit: the note has those cells instead
+        if want:
             chosen[col] = want
 
     def grow(col: str, upto: int) -> None:
