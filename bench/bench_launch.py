@@ -8,7 +8,8 @@ system, every thread) and the wall time since the command was exec'd:
 * ``imported``: ``tui.cli.run`` imported (what ``tui run`` imports before it reads a file);
 * ``loaded``: ``load_files`` returned (YAML, validation, the config);
 * ``started``: ``Engine.start`` called (the store opened, its settings read);
-* ``submit``: ``Engine.submit`` called: everything before the engine has the tasks.
+* ``submit``: ``Engine.submit`` called: everything before the engine has the tasks;
+* ``first start``: the keeper's first ``spawn`` returned (the first task's process exists).
 
 The probe is an import hook that wraps those functions once their modules are loaded, so the
 order of imports is the command's own. Trees (``--against DIR``, e.g. ``git archive main |
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from bench_dag import bytecode_env, tui_yaml
 
-PHASES = ("main", "imported", "loaded", "started", "submit")
+PHASES = ("main", "imported", "loaded", "started", "submit", "first start")
 
 # Runs in the measured process before anything of tui is imported.
 PROBE = r"""
@@ -60,12 +61,21 @@ def _wrap(obj, attr, name, after=False):
             return fn(*a, **k)
     setattr(obj, attr, wrapped)
 
+def _wrap_async_after(obj, attr, name):
+    fn = getattr(obj, attr)
+    async def wrapped(*a, **k):
+        r = await fn(*a, **k)
+        _note(name)
+        return r
+    setattr(obj, attr, wrapped)
+
 _WANT = {
     "tui.cli.run": lambda m: _note("imported"),
     "tui.config.task_files": lambda m: _wrap(m, "load_files", "loaded", after=True),
     "tui.engine.scheduler": lambda m: (
         _wrap(m.Engine, "start", "started"), _wrap(m.Engine, "submit", "submit")
     ),
+    "tui.procs.keeper_client": lambda m: _wrap_async_after(m.Keeper, "spawn", "first start"),
 }
 
 import importlib.abc, importlib.machinery
@@ -149,13 +159,13 @@ def main() -> int:
                 small[label][flag].append(small_command(src, [flag], env))
         print(f"  repetition {i + 1}/{ns.repeat} done", file=sys.stderr)
     print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
-    print(f"{'tree':<14}" + "".join(f"{p + ' cpu/wall':>22}" for p in PHASES))
+    print(f"{'tree':<14}" + "".join(f"{p + ' cpu/wall':>24}" for p in PHASES))
     for label, _ in trees:
         row = f"{label:<14}"
         for p in PHASES:
             cpu = statistics.median(r[p][0] for r in got[label] if p in r) * 1000
             wall = statistics.median(r[p][1] for r in got[label] if p in r) * 1000
-            row += f"{cpu:>12.0f} /{wall:>5.0f} ms"
+            row += f"{cpu:>14.0f} /{wall:>5.0f} ms"
         print(row)
     for flag in ("--version", "--help"):
         for label, _ in trees:
