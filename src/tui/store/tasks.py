@@ -161,6 +161,7 @@ def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[Tas
         )
     (seq,) = t.one("SELECT COALESCE(MAX(submit_seq), 0) FROM tasks")
     out = []
+    deps: list[tuple[str, str]] = []  # one statement for the batch (most tasks have none)
     for i, task in enumerate(tasks, start=1):
         t.db.execute(
             "INSERT INTO tasks (id, name, spec, state, priority_rank, submit_seq, approved,"
@@ -178,10 +179,7 @@ def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[Tas
                 now,
             ),
         )
-        t.db.executemany(
-            "INSERT OR IGNORE INTO deps (task_id, depends_on) VALUES (?, ?)",
-            [(task.id, d) for d in task.depends_on],
-        )
+        deps += [(task.id, d) for d in task.depends_on]
         t.event(task.id, "submitted", None, State.PENDING, "submitted", {"name": task.name}, now)
         out.append(
             TaskRecord(
@@ -206,6 +204,8 @@ def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[Tas
                 depends_on=list(dict.fromkeys(task.depends_on)),
             )
         )
+    # In the tasks' order, so each task's rows keep its depends_on order (read by rowid).
+    t.db.executemany("INSERT OR IGNORE INTO deps (task_id, depends_on) VALUES (?, ?)", deps)
     return out
 
 
