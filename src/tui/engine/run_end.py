@@ -179,11 +179,11 @@ class RunEnd(EngineCore):
         if new is not None and interrupted:
             self._enqueue(new)  # for the next engine: this one is stopping
         elif new is not None:
-            await self._changed_now()
+            self._changed_now()
             await self._attempt_moved(task_id, new.state, retrying)
         if outcome == State.CANCELLED:
             await self._cascade_failure(task_id)
-        await self._changed_now()
+        self._changed_now()
 
     async def _record_end(
         self, run: Run, outcome: State, error: str, stored: str | None, result: RunResult
