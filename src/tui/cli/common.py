@@ -235,7 +235,9 @@ def printable(text: str) -> str:
     """Text from a task file or an agent (a name, a reason, a question) as a terminal may be
     sent it: an escape sequence could retitle, recolour or rewrite the screen, so each
     control character is shown escaped (``\\x1b``) instead."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
+    if text.isprintable() or not _CONTROL.search(text):  # isprintable: a few times cheaper
+        return text
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 _LINE_BREAKS = re.compile(r"[\n\t]")

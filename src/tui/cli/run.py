@@ -186,9 +186,17 @@ class _Printer:
         self.last = since.event_id  # id of the last event handled
 
     async def follow(self) -> None:
+        names = self.names
         async for ev in self.engine.events(self.since):
-            if not isinstance(ev, OutputBatch):
+            if isinstance(ev, OutputBatch):
+                continue
+            # A coroutine per line cost more than the line: only a task's first line, whose
+            # name is looked up, takes one.
+            name = names.get(ev.task_id)
+            if name is None:
                 await self._print(ev)
+            else:
+                self._show(ev, name)
 
     async def finish(self, following: asyncio.Task[None]) -> None:
         following.cancel()
@@ -203,6 +211,9 @@ class _Printer:
         if name is None:
             rec = await self.engine.get(ev.task_id) or await self.engine.store.get_task(ev.task_id)
             name = self.names[ev.task_id] = rec.name if rec else ""
+        self._show(ev, name)
+
+    def _show(self, ev: EventRecord, name: str) -> None:
         if name:
             _print_event(ev, name, self.as_json)
         self.last = ev.id  # no await since printing: a cancel here cannot print it twice

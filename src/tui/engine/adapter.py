@@ -48,9 +48,13 @@ class RunContext(Protocol):
     cost_so_far: float  # USD spent by earlier runs of this task
     previous_runs: list[RunRecord]  # earlier attempts, oldest first (session ids, outcomes)
     late_answers: list[QuestionRecord]  # answered after the run that asked had ended
-    # A person's messages while the agent runs (agent kinds with ``messages``): the text, and
-    # a future to set to whether it reached the agent.
-    inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]]
+
+    @property
+    def inbox(self) -> asyncio.Queue[tuple[str, asyncio.Future[bool]]]:
+        """A person's messages while the agent runs (agent kinds with ``messages``): the
+        text, and a future to set to whether it reached the agent."""
+        ...
+
     # Starts the agent's process (tui.procs.process.spawn, or the engine's keeper).
     spawner: Spawner
 

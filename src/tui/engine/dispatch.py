@@ -60,7 +60,7 @@ class Dispatch(EngineCore):
         new = await self.store.transition(task_id, expected, to, reason, base=base, **updates)
         if new is not None:
             self._took(new)
-            await self._changed_now()
+            self._changed_now()
         return new
 
     def _track_retry(self, rec: TaskRecord) -> None:
@@ -133,7 +133,7 @@ class Dispatch(EngineCore):
             if new is not None:
                 self._took(new)
                 self._enqueue(new)
-        await self._changed_now()
+        self._changed_now()
 
     def _waits(self, rec: TaskRecord) -> bool:
         """``_check_pending`` leaves ``rec`` as it is: not PENDING, or waiting (on its
@@ -214,7 +214,7 @@ class Dispatch(EngineCore):
         for new in await self.store.move_many(moves):
             if new is not None:
                 self._took(new)
-        await self._changed_now()
+        self._changed_now()
 
     def _enqueue(self, rec: TaskRecord) -> None:
         self.queue.push(priority_rank(rec.task.priority), rec.submit_seq, rec.id)
@@ -328,4 +328,4 @@ class Dispatch(EngineCore):
         )
         self._runners.add(run.runner)
         run.runner.add_done_callback(self._runners.discard)
-        await self._changed_now()
+        self._changed_now()

@@ -87,6 +87,10 @@ class OutputBuffer:
 
     async def flush(self) -> None:
         """Store everything buffered, then publish it (in store order)."""
+        if not (self._chunks or self._raw or self._ends or self._lock.locked()):
+            # Nothing buffered and no flush under way: nothing to store or to wait for (every
+            # run's end asks, and most runs of a big DAG print nothing).
+            return
         async with self._lock:
             chunks, self._chunks, self._lines = self._chunks, [], 0
             raw, self._raw = self._raw, []

@@ -147,7 +147,7 @@ class Questions(EngineCore):
             run.open_questions.add(question_id)
             run.pause_clock()
             self._waiters[question_id] = asyncio.get_running_loop().create_future()
-        await self._changed_now()
+        self._changed_now()
         return question_id
 
     async def _question_closed(self, q: QuestionRecord, answer: dict[str, Any] | None) -> None:
@@ -166,7 +166,7 @@ class Questions(EngineCore):
                 )
                 run.resume_clock()
             else:
-                await self._changed_now()
+                self._changed_now()
         elif self._get(q.task_id).state == State.READY and answer is not None:
             # The agent that asked is gone (e.g. the engine restarted): run the task again;
             # adapters that keep sessions resume with the answer.
@@ -179,7 +179,7 @@ class Questions(EngineCore):
             )
             await self._check_pending(q.task_id)
         else:
-            await self._changed_now()
+            self._changed_now()
 
     async def _close_run_questions(self, run: Run, status: str) -> None:
         for question_id in list(run.open_questions):

@@ -52,7 +52,8 @@ class RunEnd(EngineCore):
 
     async def _execute(self, run: Run, began: RunStart, host: RunHost) -> None:
         rec = self._tasks[run.task_id]
-        if rec.task.group or rec.task.foreach is not None:
+        task = rec.task  # a property of the record: read once
+        if task.group or task.foreach is not None:
             # A parent retried by hand runs nothing: it goes back to waiting on its children.
             await self._finish(run, RunResult(State.COMPLETED, exit_code=0))
             return
@@ -95,11 +96,12 @@ class RunEnd(EngineCore):
     async def _finish(self, run: Run, result: RunResult) -> None:
         task_id = run.task_id
         rec = self._tasks[task_id]
+        task = rec.task  # a property of the record: read once
         outcome, error = ended_as(run, rec, result)
-        if outcome == State.COMPLETED and rec.task.output_format is not None:
+        if outcome == State.COMPLETED and task.output_format is not None:
             outcome, error, stored = await self._check_output(run, result)
         else:
-            outcome, error, stored = task_result(rec.task, outcome, error, result)
+            outcome, error, stored = task_result(task, outcome, error, result)
         if run.open_questions:
             await self._close_run_questions(run, "cancelled")
         if self._tasks[task_id].state == State.READY and outcome != State.CANCELLED:
@@ -109,7 +111,9 @@ class RunEnd(EngineCore):
             await self.output.add(run, STDERR, [f"[tui] {error}"])
         # The agent is done and its output read: from here a kill -9 must not make the next
         # engine run it again (tui.engine.end_log).
-        recorded = await self._record_end(run, outcome, error, stored, result)
+        recorded = self._record_end(run, outcome, error, stored, result)
+        if recorded and _STALL:
+            await _stall(run.run_id)
         try:
             await self.output.flush()
             if run.kill_reason == "disk_full" and outcome != State.FAILED:
@@ -137,8 +141,9 @@ class RunEnd(EngineCore):
         finish a run the end log names (tui.engine.end_log)."""
         task_id = run.task_id
         rec = self._tasks[task_id]
+        task = rec.task  # a property of the record: read once
         interrupted = run.interrupted and outcome != State.COMPLETED
-        review = outcome == State.COMPLETED and rec.task.review and not interrupted
+        review = outcome == State.COMPLETED and task.review and not interrupted
         # The run's end, the result and the task's next state share one transaction.
         move: Move | None
         if interrupted:
@@ -150,11 +155,11 @@ class RunEnd(EngineCore):
                 rec,
                 outcome,
                 error or "exit code 0",
-                policy=Policy.of(rec.task, self.defaults),
+                policy=Policy.of(task, self.defaults),
                 now=self.clock.now(),
                 rng=self.rng,
             )
-            if move.to == State.COMPLETED and rec.task.until:
+            if move.to == State.COMPLETED and task.until:
                 done = [r for r in await self.store.runs(task_id) if r.outcome == "COMPLETED"]
                 move = until_move(rec, move, stored, len(done), self._tasks.get)
             if move.to == State.COMPLETED and self._waits_on_children(task_id):
@@ -180,28 +185,25 @@ class RunEnd(EngineCore):
         if new is not None and interrupted:
             self._enqueue(new)  # for the next engine: this one is stopping
         elif new is not None:
-            await self._changed_now()
+            self._changed_now()
             await self._attempt_moved(task_id, new.state, retrying)
         if outcome == State.CANCELLED:
             await self._cascade_failure(task_id)
-        await self._changed_now()
+        self._changed_now()
 
-    async def _record_end(
+    def _record_end(
         self, run: Run, outcome: State, error: str, stored: str | None, result: RunResult
     ) -> bool:
         """The end in the end log, before it is stored; True if it is there."""
         if self.end_log is None:
             return False
         chunks, raw = self.output.unstored(run.run_id)
-        recorded = self.end_log.write(
+        return self.end_log.write(
             Ended(
                 run.run_id, run.task_id, run.attempt, outcome, error, stored, result,
                 run.kill_reason, run.seq, run.raw_seq, chunks, raw,
             )
         )  # fmt: skip
-        if recorded and _STALL:
-            await _stall(run.run_id)
-        return recorded
 
     async def _finish_ended(self, ended: Ended) -> None:
         """Recovery: a dead engine's run whose agent had exited and whose end was recorded

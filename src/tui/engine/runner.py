@@ -53,12 +53,19 @@ class Run(LineCounter):
     working: asyncio.Event = field(default_factory=asyncio.Event)
     waiting: asyncio.Event = field(default_factory=asyncio.Event)
     open_questions: set[str] = field(default_factory=set)
-    # A person's messages for the agent while it runs (`tui send`): the text, and a future the
-    # adapter sets to whether it reached the agent.
-    inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] = field(default_factory=asyncio.Queue)
+    _inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.working.set()
+
+    @property
+    def inbox(self) -> asyncio.Queue[tuple[str, asyncio.Future[bool]]]:
+        """A person's messages for the agent while it runs (`tui send`): the text, and a
+        future the adapter sets to whether it reached the agent. Made when first asked for
+        (an asyncio.Queue is ~10 calls, and most runs are never sent anything)."""
+        if self._inbox is None:
+            self._inbox = asyncio.Queue()
+        return self._inbox
 
     @property
     def interrupted(self) -> bool:
@@ -187,7 +194,10 @@ class RunCtx:
         self.previous_runs: list[RunRecord] = began.previous_runs
         self.late_answers: list[QuestionRecord] = late_answers(began)
         self._session_id = ""
-        self.inbox = run.inbox
+
+    @property
+    def inbox(self) -> asyncio.Queue[tuple[str, asyncio.Future[bool]]]:
+        return self._run.inbox
 
     async def output(self, stream: int, lines: list[str], end: int | None = None) -> None:
         await self._host.output_lines(self._run, stream, lines, end)

@@ -291,7 +291,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
             self._index(records)
             # Together, so their transitions share store round trips (in this order).
             await self._check_pending_all([rec.id for rec in records])
-        await self._changed_now()
+        self._changed_now()
         return [t.id for t in tasks]
 
     async def approve(self, task_id: str) -> str:
@@ -304,7 +304,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         if new is not None:
             self._took(new)
         await self._check_pending(task_id)
-        await self._changed_now()
+        self._changed_now()
         return f"approved {rec.name}"
 
     async def cancel(self, task_id: str, reason: str = "cancelled by user") -> str:
@@ -336,7 +336,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
             if new is not None:
                 self._took(new)
             await self._cascade_failure(task_id)
-            await self._changed_now()
+            self._changed_now()
             return f"cancelled the pending retry of {rec.name}; it stays {label(rec.state)}"
         raise EngineError(f"{rec.name} {being(rec.state)}: nothing to cancel")
 
@@ -363,7 +363,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         if new is None:
             raise EngineError(f"{rec.name} changed state meanwhile; try again")
         self._enqueue(new)
-        await self._changed_now()
+        self._changed_now()
         return f"queued {rec.name} again"
 
     async def get_many(self, task_ids: Iterable[str]) -> list[TaskRecord]:
@@ -433,7 +433,9 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         ``stream.EventStream.events``)."""
         return self.stream.events(since, on_lag)
 
-    async def _changed_now(self) -> None:
+    def _changed_now(self) -> None:
+        """Wake the schedule loop and whoever waits on a change (not a coroutine: it never
+        waits, and it is called a few times a run)."""
         self._wake.set()
         if self._change_waiters:
             waiters, self._change_waiters = self._change_waiters, []

@@ -89,5 +89,5 @@ async def continue_task(engine: Engine, task_id: str, text: str) -> str:
         engine.graph.reopened(task_id)
     engine._took(new)
     engine._enqueue(new)
-    await engine._changed_now()
+    engine._changed_now()
     return f"continuing {rec.name}'s session"

@@ -384,10 +384,13 @@ class Keeper:
             )
         )
         try:
-            return await asyncio.shield(fut)
+            # Not shielded (a shield cost a future, two callbacks and a turn of the loop a
+            # spawn): a cancel here cancels ``fut``, and the reply then ends the child.
+            return await fut
         except asyncio.CancelledError:
-            # The child will start all the same: it must not outlive this call.
-            fut.add_done_callback(_abandon)
+            # The child starts all the same: it must not outlive this call.
+            if not fut.cancelled():  # its reply came before the cancel took effect
+                fut.add_done_callback(_abandon)
             raise
 
     def _env_diff(self, env: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]:
@@ -435,7 +438,10 @@ class Keeper:
                 child = KeptChild(self, msg[1], msg[2], msg[3], want_stdin)
                 child.adoptable = adoptable and self._setup is not None
                 children[msg[1]] = child
-                fut.set_result(child)
+                if fut.cancelled():  # its spawn was cancelled while it started
+                    _end(child)
+                else:
+                    fut.set_result(child)
             elif kind == "kept":
                 if self._kept is not None and not self._kept.done():
                     self._kept.set_result([KeptRun(*k) for k in msg[1]])
@@ -446,7 +452,8 @@ class Keeper:
                 fut, _, _ = self._pending.pop(msg[1])
                 _, _, errno, message, filename = msg
                 exc: Exception = OSError(errno, message, filename) if errno else ValueError(message)
-                fut.set_exception(exc)
+                if not fut.cancelled():
+                    fut.set_exception(exc)
 
     def _gone(self) -> None:
         self._transport = None
@@ -504,9 +511,12 @@ class Keeper:
 
 
 def _abandon(fut: asyncio.Future[KeptChild]) -> None:
-    if fut.cancelled() or fut.exception() is not None:
-        return
-    child = fut.result()
+    if not fut.cancelled() and fut.exception() is None:
+        _end(fut.result())
+
+
+def _end(child: KeptChild) -> None:
+    """A child nobody will follow (its spawn was cancelled): killed, its pipes let go."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
     child.close_pipes()

@@ -54,12 +54,15 @@ class Tx:
         self.db = db
         self.events: list[EventRecord] = []
 
+    # The connection has no row_factory: its rows are tuples already (copying each into a
+    # tuple again was a list comprehension's frame per statement).
     def one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...]:
-        row = self.db.execute(sql, args).fetchone()
-        return tuple(row) if row is not None else ()
+        row: tuple[Any, ...] | None = self.db.execute(sql, args).fetchone()
+        return row if row is not None else ()
 
     def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self.db.execute(sql, args).fetchall()]
+        rows: list[tuple[Any, ...]] = self.db.execute(sql, args).fetchall()
+        return rows
 
     event = journal.insert  # t.event(task_id, kind, from, to, reason, data, at)
 
