@@ -37,9 +37,10 @@ from tui.procs.keeper_afterlife import CRED, FRAME_LEN
 from tui.procs.kept_runs import (
     KeptRun,
     end_keepers,
-    keeper_alive,
     keeper_socket,
+    keepers_of,
     results_path,
+    running,
 )
 from tui.procs.process import Child, ProcIdentity, identity_alive
 
@@ -324,33 +325,39 @@ class Keeper:
         if path is None:
             return None
         deadline = time.monotonic() + KEEPER_WAIT
-        told = False
-        while True:
-            if path.exists():
-                try:
-                    left = max(RETRY, deadline - time.monotonic())
-                    return await cls.attach(path, engine_id, min(ATTACH_WAIT, left))
-                except (OSError, KeeperLost, TimeoutError) as e:
-                    why: object = e
-            else:
-                why = "it does not listen yet"
-            if not keeper_alive(engine_id):
-                return None
-            if time.monotonic() >= deadline:
-                # Its agents are ended as any dead engine's are (tui.engine.recovery); it
-                # must not start one more, nor run on those it has.
-                log.warning(
-                    "the keeper of engine %s lives but did not answer in %.0fs (%s): killed",
-                    engine_id,
-                    KEEPER_WAIT,
-                    why,
-                )
-                end_keepers(engine_id)
-                return None
-            if not told:
-                told = True
-                log.info("the keeper of engine %s lives, waiting for it: %s", engine_id, why)
-            await asyncio.sleep(RETRY)  # its socket gives no sign to wait on until it listens
+        keepers: list[int] | None = None  # pidfds, found once: a dead engine starts none
+        try:
+            while True:
+                if path.exists():
+                    try:
+                        left = max(RETRY, deadline - time.monotonic())
+                        return await cls.attach(path, engine_id, min(ATTACH_WAIT, left))
+                    except (OSError, KeeperLost, TimeoutError) as e:
+                        why: object = e
+                else:
+                    why = "it does not listen yet"
+                told = keepers is not None
+                if keepers is None:
+                    keepers = keepers_of(engine_id)
+                if not any(map(running, keepers)):
+                    return None
+                if time.monotonic() >= deadline:
+                    # Its agents are ended as any dead engine's are (tui.engine.recovery); it
+                    # must not start one more, nor run on those it has.
+                    log.warning(
+                        "the keeper of engine %s lives but did not answer in %.0fs (%s): killed",
+                        engine_id,
+                        KEEPER_WAIT,
+                        why,
+                    )
+                    end_keepers(keepers)
+                    return None
+                if not told:
+                    log.info("the keeper of engine %s lives, waiting for it: %s", engine_id, why)
+                await asyncio.sleep(RETRY)  # its socket gives no sign to wait on till it listens
+        finally:
+            for fd in keepers or ():
+                os.close(fd)
 
     @classmethod
     async def attach(

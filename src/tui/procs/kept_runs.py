@@ -81,24 +81,18 @@ def keepers_of(engine_id: str) -> list[int]:
     return found
 
 
-def keeper_alive(engine_id: str) -> bool:
-    """Whether a keeper of engine ``engine_id`` lives (see :func:`keepers_of`)."""
-    fds = keepers_of(engine_id)
-    for fd in fds:
-        os.close(fd)
-    return bool(fds)
+def running(pidfd: int) -> bool:
+    """Whether the process of ``pidfd`` has not exited yet."""
+    return not select.select([pidfd], [], [], 0)[0]
 
 
-def end_keepers(engine_id: str) -> None:
-    """SIGKILL the keepers of engine ``engine_id`` (one that will not answer must not start
-    or run anything more) and wait until they are gone."""
-    for fd in keepers_of(engine_id):
-        try:
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            select.select([fd], [], [], 5.0)  # readable once it has exited
-        finally:
-            os.close(fd)
+def end_keepers(pidfds: list[int]) -> None:
+    """SIGKILL these keepers (one that will not answer must not start or run anything more)
+    and wait until they are gone."""
+    for fd in pidfds:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        select.select([fd], [], [], 5.0)  # readable once it has exited
 
 
 def results_path(db_path: str, engine_id: str) -> Path:
