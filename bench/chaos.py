@@ -12,7 +12,7 @@ On demand, never in the test suite (see bench/README.md, "Chaos"):
    command runs: its spawn marker file appears), or as soon as a viewer sees a task go
    RUNNING (the spawn itself, before its pid may be stored); with ``--modes keeper-stalled``
    too, as the last with every keeper of the run stopped across the kill and the next start
-   for up to 2 s. When every task is final before
+   for up to 5 s. When every task is final before
    the rounds are done, another wave of tasks is submitted. Then the last daemon finishes the
    work and the script checks the database, the side-effect file and the process table.
 2. Soak. A fresh daemon runs ``--soak`` tasks in batches of 1,000; its resident memory
@@ -42,10 +42,11 @@ from pathlib import Path
 
 KILL_MODES = ("random", "spawn-marker", "running-event")
 # Not among the default modes: as running-event, every keeper of the run stopped (SIGSTOP)
-# across the kill and the next start, continued up to STALL seconds later — a loaded machine
-# that does not run a dead engine's keeper before the next engine recovers.
+# across the kill and the next start, continued 0.5-5 s later (a daemon starts in 0.3-4 s
+# here): a loaded machine that does not run a dead engine's keeper before the next engine
+# recovers.
 STALL_MODE = "keeper-stalled"
-STALL = (0.2, 2.0)
+STALL = (0.5, 5.0)
 LINES = 40  # numbered lines per task
 WAVE_LIMIT = 20  # waves of tasks at most (a safety net; a wave lasts many rounds)
 
