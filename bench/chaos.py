@@ -10,7 +10,9 @@ On demand, never in the test suite (see bench/README.md, "Chaos"):
    it), and the daemon is killed with SIGKILL ``--rounds`` times and started again each time.
    A round kills at a random instant, or within milliseconds of a spawn (when a task's first
    command runs: its spawn marker file appears), or as soon as a viewer sees a task go
-   RUNNING (the spawn itself, before its pid may be stored). When every task is final before
+   RUNNING (the spawn itself, before its pid may be stored); with ``--modes keeper-stalled``
+   too, as the last with every keeper of the run stopped across the kill and the next start
+   for up to 5 s. When every task is final before
    the rounds are done, another wave of tasks is submitted. Then the last daemon finishes the
    work and the script checks the database, the side-effect file and the process table.
 2. Soak. A fresh daemon runs ``--soak`` tasks in batches of 1,000; its resident memory
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import faulthandler
 import os
 import random
@@ -38,6 +41,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 KILL_MODES = ("random", "spawn-marker", "running-event")
+# Not among the default modes: as running-event, every keeper of the run stopped (SIGSTOP)
+# across the kill and the next start, continued 0.5-5 s later (a daemon starts in 0.3-4 s
+# here): a loaded machine that does not run a dead engine's keeper before the next engine
+# recovers.
+STALL_MODE = "keeper-stalled"
+STALL = (0.5, 5.0)
 LINES = 40  # numbered lines per task
 WAVE_LIMIT = 20  # waves of tasks at most (a safety net; a wave lasts many rounds)
 
@@ -107,6 +116,12 @@ def keepers_left() -> list[int]:
         if mine in environ:
             found.append(pid)
     return found
+
+
+def _resume(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
 
 
 def wait_dead(pid: int) -> None:
@@ -209,6 +224,9 @@ async def chaos(tmp: Path, args: argparse.Namespace, rng: random.Random) -> dict
     seen: dict[int, str] = {}
     modes: Counter[str] = Counter()
     submitted = 0
+    kill_modes = args.modes.split(",")
+    loop = asyncio.get_running_loop()
+    stalls: list[asyncio.TimerHandle] = []
     for round_no in range(args.rounds):
         remote = await ensure(db, concurrency=8)
         pid = remote.pid
@@ -219,21 +237,30 @@ async def chaos(tmp: Path, args: argparse.Namespace, rng: random.Random) -> dict
                 tasks = work.wave()
                 await remote.submit(tasks)
                 submitted += len(tasks)
-            mode = KILL_MODES[round_no % len(KILL_MODES)]
+            mode = kill_modes[round_no % len(kill_modes)]
             modes[mode] += 1
             try:
                 await trigger(mode, rng, work.spawns, running)
             except TimeoutError:
                 modes[f"{mode} (no spawn came)"] += 1
         finally:
+            stopped = keepers_left() if mode == STALL_MODE else []
+            for keeper in stopped:
+                os.kill(keeper, signal.SIGSTOP)
             work.kills.append(time.time())
             os.kill(pid, signal.SIGKILL)
             viewer.cancel()
             await asyncio.gather(viewer, return_exceptions=True)
             await remote.aclose()
         wait_dead(pid)
+        if stopped:  # continued while the next daemon starts (or not before it recovered)
+            stalls.append(loop.call_later(rng.uniform(*STALL), _resume, stopped))
         print(f"  round {round_no + 1}: {mode}, {unsettled(db)} unfinished", file=sys.stderr)
 
+    for stall in stalls:
+        if not stall.cancelled():
+            stall.cancel()
+    _resume(keepers_left())
     remote = await ensure(db, concurrency=8)  # the last start recovers and finishes the work
     running = asyncio.Event()
     viewer = asyncio.create_task(watch(remote, seen, running))
@@ -376,6 +403,11 @@ async def main() -> int:
     ap.add_argument("--rounds", type=int, default=50, help="kill -9 rounds (default 50)")
     ap.add_argument("--soak", type=int, default=30_000, help="tasks in the memory soak")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument(
+        "--modes",
+        default=",".join(KILL_MODES),
+        help=f"kill modes, in turn (default {','.join(KILL_MODES)}; also {STALL_MODE})",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
     args = ap.parse_args()
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: where is it stuck?

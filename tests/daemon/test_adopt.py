@@ -1,7 +1,8 @@
 """kill -9 of the daemon while shell agents run: its keeper keeps them running, and the next
 daemon adopts them — every side effect once, every output line stored once and in order, the
 real exit codes, no process left. A keeper nobody comes for leaves its results for the next
-start; a keeper killed too takes the agents with it (the guard), and their runs are run again.
+start; a keeper killed too takes the agents with it (the guard), and their runs are run again;
+a keeper not run between the kill and the next start is waited for.
 Real daemons, keepers and agents."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tests.daemon.test_exit_kept import query
 from tests.daemon.test_guard import wait_for
 
 from tui.daemon.lifecycle import ensure, stop
+from tui.daemon.paths import daemon_paths
 from tui.daemon.remote import RemoteEngine
 from tui.model.states import State
 from tui.model.task import Task
@@ -242,3 +244,60 @@ async def test_an_adopted_run_is_cancelled_as_any_other(db: Path, tmp_path: Path
     assert effects.read_text() == "long\n"
     assert query(db, "SELECT attempt, outcome FROM runs") == [(1, "CANCELLED")]
     assert _stdout(db)["long"] == _lines_of("long", 50)
+
+
+async def test_a_keeper_the_machine_has_not_run_since_the_kill_is_waited_for(
+    db: Path, tmp_path: Path
+) -> None:
+    marker = f"tui-adopt-{uuid.uuid4().hex[:10]}"
+    effects, gate = tmp_path / "effects", tmp_path / "gate"
+    task = shell_task("slow", _script(marker, "slow", effects, [gate], 0))
+    stopped: list[int] = []
+
+    def stored_then_keeper_stopped() -> bool:
+        # A loaded machine: the keeper is not run from the daemon's kill until the next
+        # daemon recovers, so it has not seen the kill nor set up its socket.
+        pids = open_run_pids(db)
+        if not (pids and _stored_to(db, ["slow"], 50)()):
+            return False
+        keeper = int(Path(f"/proc/{pids[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(keeper, signal.SIGSTOP)
+        stopped.append(keeper)
+        return True
+
+    log = daemon_paths(db).log
+    try:
+        left = await kill_9_daemon(
+            db, [task], until=stored_then_keeper_stopped, what="line 50 stored"
+        )
+        assert left.keeper == stopped[0]
+        path = keeper_socket(str(db), left.engine_id)
+        assert path is not None and not path.exists()
+        seen = log.read_text().count("waiting for it") if log.exists() else 0
+        starting = asyncio.create_task(ensure(db, concurrency=1))
+        # The next daemon says it waits for the keeper: only then is the keeper run again.
+        await wait_for(
+            lambda: log.read_text().count("waiting for it") > seen or starting.done(),
+            "the next daemon to wait for the keeper",
+        )
+        if starting.done():
+            await (await starting).aclose()  # a start that failed raises here, not below
+            raise AssertionError("recovered without the keeper: its task runs again")
+        os.kill(stopped[0], signal.SIGCONT)
+        remote = await starting
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    try:
+        rec = await remote.get(task.id)
+        assert rec is not None and rec.state == State.RUNNING  # adopted: still its first run
+        gate.touch()
+        await _settled(remote, [task])
+    finally:
+        await remote.aclose()
+        await stop(db)
+    assert effects.read_text() == "slow\n"
+    assert query(db, "SELECT attempt, outcome FROM runs") == [(1, "COMPLETED")]
+    assert _stdout(db)["slow"] == _lines_of("slow", 300)
+    await wait_for(_gone(left.keeper), "the old keeper to leave")
+    assert marker_processes(marker) == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tui.procs import keeper_client
 from tui.procs.keeper_client import Keeper, KeeperLost
 from tui.procs.kept_runs import EndedChild, keeper_socket, read_results, results_path
 
@@ -36,7 +38,7 @@ from tui.procs.keeper_client import Keeper
 async def main():
     db, ack = sys.argv[1], int(sys.argv[2])
     k = Keeper()
-    k.start()
+    k.start(ENGINE_ID)
     k.setup(ENGINE_ID, db)
     kids = []
     for i, script in enumerate(sys.argv[5:]):
@@ -259,3 +261,96 @@ async def test_output_read_between_the_attach_and_the_claim_reaches_the_engine_o
         child.release()
     finally:
         await keeper.close()
+
+
+class _Resume(logging.Handler):
+    """Continues a stopped keeper the moment the next engine says it waits for it."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__()
+        self.pid = pid
+        self.waited = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "waiting for it" in record.getMessage():
+            self.waited += 1
+            os.kill(self.pid, signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def _resumed_on_wait(pid: int, caplog: pytest.LogCaptureFixture) -> Iterator[_Resume]:
+    caplog.set_level(logging.INFO, logger="tui.procs.keeper_client")
+    resume = _Resume(pid)
+    logger = logging.getLogger("tui.procs.keeper_client")
+    logger.addHandler(resume)
+    try:
+        yield resume
+    finally:
+        logger.removeHandler(resume)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGCONT)
+
+
+async def test_a_keeper_that_has_not_seen_its_engine_die_yet_is_waited_for(
+    tmp_path: Path, runtime: Path, cleanup: list[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "db"
+    go = tmp_path / "go"
+    side = tmp_path / "side"
+    script = f"{_numbered(1, 10)}; while [ ! -e {go} ]; do sleep 0.01; done; echo done >> {side}"
+    eng = Engine(db, 10, [script])
+    cleanup.extend(eng.agents)
+    # A loaded machine: the keeper does not run between its engine's death and the next
+    # engine's recovery, so it has not set up its socket yet (nor started what it was asked).
+    os.kill(eng.keeper, signal.SIGSTOP)
+    eng.kill()
+    path = keeper_socket(str(db), ENGINE_ID)
+    assert path is not None and not path.exists()
+    with _resumed_on_wait(eng.keeper, caplog) as resume:
+        got = await Keeper.adopt_from(str(db), ENGINE_ID)
+    assert got is not None, "its agent was taken for dead: its task would run again beside it"
+    assert resume.waited == 1
+    keeper, kept = got
+    try:
+        assert [(k.run_id, k.pid) for k in kept] == [(100, eng.agents[0])]
+        child = keeper.claim(kept[0], (10 * LINE, 0))
+        go.touch()
+        async with asyncio.timeout(30):
+            assert await _read_all(child) == b""
+            assert await child.wait() == 0
+        assert side.read_text() == "done\n"  # once, by the agent adopted
+        child.close_pipes()
+        child.release()
+    finally:
+        await keeper.close()
+
+
+async def test_a_dead_keeper_is_not_waited_for(
+    tmp_path: Path, runtime: Path, cleanup: list[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "db"
+    eng = Engine(db, 1, [f"{_numbered(1, 1)}; exec sleep 3600"])
+    cleanup.extend(eng.agents)
+    path = keeper_socket(str(db), ENGINE_ID)
+    assert path is not None
+    eng.kill()
+    _wait_for(path.exists, "the keeper listens")
+    os.kill(eng.keeper, signal.SIGKILL)  # its socket file stays, nobody behind it
+    _wait_for(lambda: not _alive(eng.keeper), "the keeper is dead")
+    with _resumed_on_wait(eng.keeper, caplog) as resume:
+        assert await Keeper.adopt_from(str(db), ENGINE_ID) is None
+    assert resume.waited == 0
+
+
+async def test_a_keeper_that_never_answers_is_killed_rather_than_left_to_start_agents(
+    tmp_path: Path, runtime: Path, cleanup: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "db"
+    eng = Engine(db, 1, [f"{_numbered(1, 1)}; exec sleep 3600"])
+    cleanup.extend(eng.agents)
+    os.kill(eng.keeper, signal.SIGSTOP)  # never runs again by itself
+    eng.kill()
+    monkeypatch.setattr(keeper_client, "KEEPER_WAIT", 0.0)  # given up on at once
+    assert await Keeper.adopt_from(str(db), ENGINE_ID) is None
+    # Gone: it cannot start what it was asked to start after recovery has looked.
+    assert not _alive(eng.keeper)

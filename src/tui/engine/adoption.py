@@ -29,11 +29,10 @@ from typing import cast
 from tui.engine.core import EngineCore
 from tui.engine.runner import LocalExecutor, Run, RunHost
 from tui.model.states import State
-from tui.procs.keeper_client import Keeper, KeeperLost, KeptChild
+from tui.procs.keeper_client import Keeper, KeptChild
 from tui.procs.kept_runs import (
     EndedChild,
     KeptRun,
-    keeper_socket,
     read_results,
     results_path,
 )
@@ -163,11 +162,4 @@ class Adoption(EngineCore):
 
 
 async def _attach(db: str, engine_id: str) -> tuple[Keeper, list[KeptRun]] | None:
-    path = keeper_socket(db, engine_id)
-    if path is None or not path.exists():
-        return None
-    try:
-        return await Keeper.attach(path, engine_id)
-    except (OSError, KeeperLost, TimeoutError) as e:
-        log.info("the keeper of engine %s cannot be adopted from: %s", engine_id, e)
-        return None
+    return await Keeper.adopt_from(db, engine_id)

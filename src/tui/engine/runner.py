@@ -231,10 +231,10 @@ class LocalExecutor:
         # Keepers of dead engines this one adopted runs from (tui.engine.adoption).
         self.attached: list[Keeper] = []
 
-    def prepare(self) -> None:
+    def prepare(self, engine_id: str = "") -> None:
         """The engine starts: so does the keeper, while the engine gets ready."""
         if self.keeper is not None:
-            self.keeper.start()
+            self.keeper.start(engine_id)
 
     async def run(self, run: Run, rec: TaskRecord, began: RunStart, host: RunHost) -> RunResult:
         task = rec.task  # a property of the record: read once

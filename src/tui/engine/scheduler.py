@@ -163,7 +163,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         await self.store.register_engine(self.id, os.getpid(), proc_start_time(os.getpid()))
         prepare = getattr(self.executor, "prepare", None)
         if prepare is not None:  # e.g. the local executor's keeper: it starts while we recover
-            prepare()
+            prepare(self.id)
         await self.stream.start()
         self.store.on_event = self._on_journal  # journal rows reach viewers in commit order
         await self._recover()

@@ -21,18 +21,27 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 import os
 import pickle
 import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tui.procs.keeper_afterlife import CRED, FRAME_LEN
-from tui.procs.kept_runs import KeptRun, keeper_socket, results_path
+from tui.procs.kept_runs import (
+    KeptRun,
+    end_keepers,
+    keeper_socket,
+    keepers_of,
+    results_path,
+    running,
+)
 from tui.procs.process import Child, ProcIdentity, identity_alive
 
 __all__ = ["Keeper", "KeeperLost", "KeptChild"]
@@ -43,6 +52,13 @@ _KEEPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keeper.py")
 WAIT_ENV = "TUI_KEEPER_WAIT"  # seconds a keeper whose engine died waits for the next one
 DEFAULT_WAIT = 300.0
 ATTACH_WAIT = 5.0  # seconds to wait for a surviving keeper's answer
+# Seconds the next engine waits for a dead engine's keeper that still lives to answer at its
+# socket (a loaded machine may not have run it since its engine died), before it kills it:
+# within the time a client gives a starting daemon (tui.daemon.lifecycle.START_TIMEOUT).
+KEEPER_WAIT = 10.0
+RETRY = 0.01  # seconds between tries at a live keeper's socket
+
+log = logging.getLogger(__name__)
 
 
 class KeeperLost(Exception):
@@ -234,6 +250,7 @@ class Keeper:
         self._setup: tuple[Any, ...] | None = None  # ("setup", ...) once told, see setup()
         self._attached = False  # a dead engine's keeper this engine adopted agents from
         self._kept: asyncio.Future[list[KeptRun]] | None = None
+        self._engine_id = ""  # the engine it runs agents for: on its command line
 
     def setup(self, engine_id: str, db_path: str) -> None:
         """Let adoptable agents outlive this engine (a database file, and a private runtime
@@ -257,9 +274,13 @@ class Keeper:
         )
         self._send(self._setup)
 
-    def start(self) -> None:
+    def start(self, engine_id: str = "") -> None:
         """Start the keeper process now, without waiting for it (it gets going while the
-        engine does; requests wait in the socket until it reads them). Idempotent."""
+        engine does; requests wait in the socket until it reads them). Idempotent.
+        ``engine_id`` goes on its command line, from before it reads a request: the next
+        engine tells by it whether this keeper still lives (:meth:`adopt_from`)."""
+        if engine_id:
+            self._engine_id = engine_id
         if self._link is None:
             self._link = asyncio.ensure_future(self._connect())
 
@@ -267,7 +288,7 @@ class Keeper:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._popen = subprocess.Popen(
-                [sys.executable, "-I", "-S", _KEEPER, str(theirs.fileno())],
+                [sys.executable, "-I", "-S", _KEEPER, str(theirs.fileno()), self._engine_id],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -290,10 +311,62 @@ class Keeper:
             self._send(self._setup)
 
     @classmethod
-    async def attach(cls, path: Path, engine_id: str) -> tuple[Keeper, list[KeptRun]]:
+    async def adopt_from(cls, db_path: str, engine_id: str) -> tuple[Keeper, list[KeptRun]] | None:
+        """:meth:`attach` to the keeper dead engine ``engine_id`` of this database left, for
+        as long as that keeper lives: None once none does (it left its results file, if it
+        kept anything), or after KEEPER_WAIT seconds.
+
+        A keeper listens only once it has seen its engine's end, finished the starts it was
+        asked for and set up its socket; on a loaded machine the next engine can be there
+        first. Taking "no answer" for "nothing kept" then ends the runs and runs their tasks
+        again while their agents run on (or start yet) under that keeper: every side effect
+        done twice."""
+        path = keeper_socket(db_path, engine_id)
+        if path is None:
+            return None
+        deadline = time.monotonic() + KEEPER_WAIT
+        keepers: list[int] | None = None  # pidfds, found once: a dead engine starts none
+        try:
+            while True:
+                if path.exists():
+                    try:
+                        left = max(RETRY, deadline - time.monotonic())
+                        return await cls.attach(path, engine_id, min(ATTACH_WAIT, left))
+                    except (OSError, KeeperLost, TimeoutError) as e:
+                        why: object = e
+                else:
+                    why = "it does not listen yet"
+                told = keepers is not None
+                if keepers is None:
+                    keepers = keepers_of(engine_id)
+                if not any(map(running, keepers)):
+                    return None
+                if time.monotonic() >= deadline:
+                    # Its agents are ended as any dead engine's are (tui.engine.recovery); it
+                    # must not start one more, nor run on those it has.
+                    log.warning(
+                        "the keeper of engine %s lives but did not answer in %.0fs (%s): killed",
+                        engine_id,
+                        KEEPER_WAIT,
+                        why,
+                    )
+                    end_keepers(keepers)
+                    return None
+                if not told:
+                    log.info("the keeper of engine %s lives, waiting for it: %s", engine_id, why)
+                await asyncio.sleep(RETRY)  # its socket gives no sign to wait on till it listens
+        finally:
+            for fd in keepers or ():
+                os.close(fd)
+
+    @classmethod
+    async def attach(
+        cls, path: Path, engine_id: str, wait: float = ATTACH_WAIT
+    ) -> tuple[Keeper, list[KeptRun]]:
         """Connect to the keeper engine ``engine_id`` left at ``path``: it must run as this
         user and have been that engine's. Returns it and the agents it kept; each must then
-        be :meth:`claim`-ed or :meth:`drop`-ped. Raises OSError, or KeeperLost when refused."""
+        be :meth:`claim`-ed or :meth:`drop`-ped. Raises OSError, KeeperLost when refused, or
+        TimeoutError when it does not answer in ``wait`` seconds."""
         self = cls()
         self._attached = True
         loop = asyncio.get_running_loop()
@@ -318,7 +391,7 @@ class Keeper:
         self._transport = transport
         self._send(("adopt", engine_id))
         try:
-            async with asyncio.timeout(ATTACH_WAIT):
+            async with asyncio.timeout(wait):
                 kept = await asyncio.shield(self._kept)
         except BaseException:
             transport.abort()

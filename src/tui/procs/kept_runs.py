@@ -10,6 +10,8 @@ import contextlib
 import hashlib
 import json
 import os
+import select
+import signal
 import stat
 import tempfile
 from dataclasses import dataclass
@@ -45,6 +47,52 @@ def keeper_socket(db_path: str, engine_id: str) -> Path | None:
     key = hashlib.sha256(f"{os.path.realpath(db_path)}\0{engine_id}".encode()).hexdigest()
     path = d / f"keeper-{key[:20]}.sock"
     return path if len(os.fsencode(path)) < _SUN_PATH else None
+
+
+def keepers_of(engine_id: str) -> list[int]:
+    """Pidfds of the live keepers (tui.procs.keeper) of engine ``engine_id`` run as this
+    user (one, or none): each one's command line names its engine (Keeper.start). A pidfd,
+    opened before the command line is read: it stays that process's (its pid may be reused)."""
+    uid = os.getuid()
+    want = engine_id.encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        fd = -1
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            fd = os.pidfd_open(int(name))
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:  # gone meanwhile
+            if fd >= 0:
+                os.close(fd)
+            continue
+        # python -I -S .../procs/keeper.py FD ENGINE_ID (a zombie's command line is empty)
+        if any(
+            arg.endswith(b"/procs/keeper.py") and argv[i + 2] == want
+            for i, arg in enumerate(argv[:-2])
+        ):
+            found.append(fd)
+        else:
+            os.close(fd)
+    return found
+
+
+def running(pidfd: int) -> bool:
+    """Whether the process of ``pidfd`` has not exited yet."""
+    return not select.select([pidfd], [], [], 0)[0]
+
+
+def end_keepers(pidfds: list[int]) -> None:
+    """SIGKILL these keepers (one that will not answer must not start or run anything more)
+    and wait until they are gone."""
+    for fd in pidfds:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        select.select([fd], [], [], 5.0)  # readable once it has exited
 
 
 def results_path(db_path: str, engine_id: str) -> Path:
