@@ -404,12 +404,24 @@ def test_ray_client_address_places_a_task_and_carries_its_question(
     assert rtui("answer", qid, "1").returncode == 0
     out, errs = run.communicate(timeout=RUN)
     assert run.returncode == 0, out + errs
-    assert _printed(rtui, "client") == [
+    assert _without_waits(_printed(rtui, "client")) == [
         f"before on {cluster.worker.node_id}",
         "answer: SQLite",
         "5000",
     ]
     assert _nodes_of_runs(rtui)["client"] == [(cluster.worker.node_id, "COMPLETED")]
+
+
+def _without_waits(lines: list[str]) -> list[str]:
+    """``lines`` without tui's notes of a cluster that did not answer for a while, each
+    closed by "answers again". Ray's client server sometimes fails to start its first
+    per-client server ("Starting Ray client server failed") and the next try works: the
+    task then waits and goes on, as it should."""
+    waits = [i for i, ln in enumerate(lines) if ln.startswith("[tui] cannot reach the Ray cluster")]
+    back = [i for i, ln in enumerate(lines) if ln == "[tui] the Ray cluster answers again"]
+    assert len(back) == len(waits) and all(w < b for w, b in zip(waits, back, strict=True)), lines
+    drop = set(waits) | set(back)
+    return [ln for i, ln in enumerate(lines) if i not in drop]
 
 
 @needs_claude
