@@ -16,7 +16,6 @@ import os
 import signal
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from tui.engine.adapter import RunResult
 from tui.engine.attempts import Policy, attempt_move, interrupted_move, task_result
@@ -30,7 +29,7 @@ from tui.engine.workflow import WorkflowError, prepare
 from tui.engine.worktree_runs import in_worktree
 from tui.model.states import UNSUCCESSFUL, State
 from tui.procs.keeper_client import KeptChild
-from tui.store.db import DiskFullError, Move
+from tui.store.db import DiskFullError, Move, RunEndArgs
 from tui.store.records import STDERR, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
@@ -259,7 +258,7 @@ class RunEnd(EngineCore):
     ) -> tuple[TaskRecord | None, RunStart | None]:
         """Store the run's end (and start ``nxt``'s run with it): the task ``move`` moved,
         and the next run as started (None if ``nxt`` was not QUEUED any more)."""
-        end: dict[str, Any] = {
+        end: RunEndArgs = {
             "outcome": "interrupted" if interrupted else outcome.value,
             "exit_code": result.exit_code,
             "error": error,

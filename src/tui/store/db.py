@@ -30,7 +30,7 @@ from tui.store.records import (
     QuestionRecord,
     TaskRecord,
 )
-from tui.store.run_store import RunStore, deps_of, likely_of, with_spec
+from tui.store.run_store import RunEndArgs, RunStore, deps_of, likely_of, with_spec
 from tui.store.tasks import Move
 from tui.store.tx import Database, Tx, setup
 
@@ -41,6 +41,7 @@ __all__ = [
     "DatabaseFileError",
     "DiskFullError",
     "Move",
+    "RunEndArgs",
     "Store",
     "StoreError",
     "engine_sockets",

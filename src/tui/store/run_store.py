@@ -8,13 +8,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from tui.model.states import State
 from tui.store import runs, tasks
 from tui.store.records import RunRecord, RunStart, TaskRecord
 from tui.store.tasks import Move
 from tui.store.tx import Database, Tx
+
+
+class RunEndArgs(TypedDict, total=False):
+    """How a run ended, as :meth:`RunStore.end_run` stores it (what is left out: none, zero,
+    empty). ``then``: the task's next move in the same transaction; ``result``: the task's
+    result (JSON) with it; ``base``: the caller's record of the task."""
+
+    outcome: Required[str]
+    exit_code: int | None
+    error: str
+    cost_usd: float
+    tokens_in: int
+    tokens_out: int
+    session_id: str
+    then: Move | None
+    result: str | None
+    base: TaskRecord | None
 
 
 class RunStore:
@@ -90,21 +107,7 @@ class RunStore:
     async def set_run_session(self, run_id: int, session_id: str) -> None:
         await self._db.call(lambda t: runs.set_session(t, run_id, session_id))
 
-    async def end_run(
-        self,
-        run_id: int,
-        *,
-        outcome: str,
-        exit_code: int | None = None,
-        error: str = "",
-        cost_usd: float = 0.0,
-        tokens_in: int = 0,
-        tokens_out: int = 0,
-        session_id: str = "",
-        then: Move | None = None,
-        result: str | None = None,
-        base: TaskRecord | None = None,
-    ) -> TaskRecord | None:
+    async def end_run(self, run_id: int, **end: Unpack[RunEndArgs]) -> TaskRecord | None:
         """Close a run and add its cost and tokens to the task's totals; with ``then``, also
         make that transition in the same transaction (one round trip where two were), its
         journal row carrying the run's end (else a ``run_ended`` row does); with ``result``
@@ -112,22 +115,7 @@ class RunStore:
         result. Returns the task ``then`` moved (None without one, or if it did not happen)."""
         proc = self._take_process(run_id)
         try:
-            return await self._db.call(
-                self._end_job(
-                    run_id,
-                    outcome=outcome,
-                    exit_code=exit_code,
-                    error=error,
-                    cost_usd=cost_usd,
-                    tokens_in=tokens_in,
-                    tokens_out=tokens_out,
-                    session_id=session_id,
-                    then=then,
-                    result=result,
-                    base=base,
-                    proc=proc,
-                )
-            )
+            return await self._db.call(self._end_job(run_id, end, time.time(), proc))
         except BaseException:
             self._give_back_process(run_id, proc)
             raise
@@ -136,7 +124,7 @@ class RunStore:
         self,
         run_id: int,
         start: tuple[str, str, TaskRecord | None],
-        **end: Any,
+        **end: Unpack[RunEndArgs],
     ) -> tuple[TaskRecord | None, RunStart | None]:
         """``end_run(run_id, **end)`` and ``start_run(*start)`` in one transaction: the slot
         the ended run leaves goes to the next task in the same store round trip. The new run's
@@ -144,7 +132,7 @@ class RunStore:
         task_id, engine_id, base = start
         now = time.time()  # one instant: the new run starts as the last one ends
         proc = self._take_process(run_id)
-        ended = self._end_job(run_id, now=now, proc=proc, **end)
+        ended = self._end_job(run_id, end, now, proc)
         deps = deps_of(base, task_id)
 
         def tx(t: Any) -> tuple[TaskRecord | None, RunStart | None]:
@@ -160,35 +148,21 @@ class RunStore:
         return moved, began
 
     def _end_job(
-        self,
-        run_id: int,
-        *,
-        outcome: str,
-        exit_code: int | None = None,
-        error: str = "",
-        cost_usd: float = 0.0,
-        tokens_in: int = 0,
-        tokens_out: int = 0,
-        session_id: str = "",
-        then: Move | None = None,
-        result: str | None = None,
-        base: TaskRecord | None = None,
-        now: float | None = None,
-        proc: runs.Process | None = None,
+        self, run_id: int, end: RunEndArgs, now: float, proc: runs.Process | None
     ) -> Callable[[Any], TaskRecord | None]:
-        """The transaction of :meth:`end_run`, to run alone or with another (at ``now``);
-        ``proc``, the run's process not yet written, is written with the end."""
-        now = time.time() if now is None else now
+        """The transaction of :meth:`end_run`, to run alone or with another; ``proc``, the
+        run's process not yet written, is written with the end."""
+        then, result, base = end.get("then"), end.get("result"), end.get("base")
         then_deps = deps_of(base, then.task_id) if then is not None else None
         likely = likely_of(base, then.task_id) if then is not None else None
         fields = {
-            "outcome": outcome,
-            "exit_code": exit_code,
-            "error": error,
-            "cost_usd": cost_usd,
-            "tokens_in": tokens_in,
-            "tokens_out": tokens_out,
-            "session_id": session_id,
+            "outcome": end["outcome"],
+            "exit_code": end.get("exit_code"),
+            "error": end.get("error", ""),
+            "cost_usd": end.get("cost_usd", 0.0),
+            "tokens_in": end.get("tokens_in", 0),
+            "tokens_out": end.get("tokens_out", 0),
+            "session_id": end.get("session_id", ""),
         }
 
         def tx(t: Any) -> TaskRecord | None:
