@@ -49,10 +49,24 @@ def keeper_socket(db_path: str, engine_id: str) -> Path | None:
     return path if len(os.fsencode(path)) < _SUN_PATH else None
 
 
+def keeper_engine(argv: list[bytes]) -> bytes | None:
+    """The engine id a keeper's command line names (``python -I -S .../procs/keeper.py FD
+    ENGINE_ID``, see Keeper.start; b"" if it names none), or None: not a keeper's."""
+    for i, arg in enumerate(argv):
+        if arg.endswith(b"/procs/keeper.py"):
+            return argv[i + 2] if i + 2 < len(argv) else b""
+    return None
+
+
+def _cmdline(pid: str) -> list[bytes]:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().split(b"\0")  # a zombie's is empty
+
+
 def keepers_of(engine_id: str) -> list[int]:
     """Pidfds of the live keepers (tui.procs.keeper) of engine ``engine_id`` run as this
-    user (one, or none): each one's command line names its engine (Keeper.start). A pidfd,
-    opened before the command line is read: it stays that process's (its pid may be reused)."""
+    user (one, or none). The command line is read again once the pidfd is open: the pidfd
+    is then that keeper's for good (its pid may be reused)."""
     uid = os.getuid()
     want = engine_id.encode()
     found = []
@@ -61,22 +75,15 @@ def keepers_of(engine_id: str) -> list[int]:
             continue
         fd = -1
         try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
+            if keeper_engine(_cmdline(name)) != want or os.stat(f"/proc/{name}").st_uid != uid:
                 continue
             fd = os.pidfd_open(int(name))
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
+            if keeper_engine(_cmdline(name)) == want:
+                found.append(fd)
+                continue
         except OSError:  # gone meanwhile
-            if fd >= 0:
-                os.close(fd)
-            continue
-        # python -I -S .../procs/keeper.py FD ENGINE_ID (a zombie's command line is empty)
-        if any(
-            arg.endswith(b"/procs/keeper.py") and argv[i + 2] == want
-            for i, arg in enumerate(argv[:-2])
-        ):
-            found.append(fd)
-        else:
+            pass
+        if fd >= 0:
             os.close(fd)
     return found
 
