@@ -52,7 +52,6 @@ class Room:
         """Free the room for the database; True if there was any to give."""
         if not self.kept:
             return False
-        self.kept = False
         self.close()
         return True
 
