@@ -7,12 +7,13 @@ import itertools
 import pytest
 
 from tests.app.app_support import until, visible_text
-from tests.conftest import shell_task
+from tests.conftest import shell_task, wait_state
 from tui.app.tui_app import TuiApp
 from tui.app.widgets import task_cells
 from tui.app.widgets.task_columns import COLUMNS, PAD, fit_columns, fit_text, most_width
 from tui.app.widgets.task_list import TaskList
 from tui.engine.scheduler import Engine
+from tui.model.states import State
 
 CONTENT = {
     "state": 13,
@@ -172,6 +173,10 @@ async def test_a_notes_words_at_80x24_when_time_is_long(
     second = shell_task("migrate-the-database", "sleep 300")
     then = shell_task("publish-the-artifact", "true", depends_on=[first.id, second.id])
     await engine.submit([first, second, then])
+    # Both running (their TIME "12m05s") before the list is drawn: before that no row has a
+    # TIME, and TRY rightly shows without it.
+    for task in (first, second):
+        await wait_state(engine, task.id, State.RUNNING)
     app = TuiApp(engine, osc="off", remember_theme=False, toasts=False)
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.query_one(TaskList)
