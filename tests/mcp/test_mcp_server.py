@@ -358,3 +358,23 @@ async def test_a_subtask_of_a_task_without_worktree_gets_none(
     child_id = json.loads(text_of(made))["task_id"]
     await wait_state(engine, child_id, State.COMPLETED)
     assert (repo / "child.txt").read_text() == "helped\n"  # in place, as its parent
+
+
+async def test_wrong_arguments_get_one_line_naming_each_field(
+    engine: Engine, store: Store, project: Path
+):
+    """The SDK's own report is pydantic's, several lines with type codes; a model gets one line
+    naming each field, what was wrong and what it gave."""
+    task_id, run_id = await running(engine, agent_task(project))
+    async with mcp_client(store, task_id, run_id) as client:
+        wrong = await client.call_tool("ask_user", {"question": 5, "options": "pick"})
+        assert wrong.is_error
+        text = text_of(wrong)
+        assert "\n" not in text, text
+        assert text.startswith("ask_user: question: input should be a valid string, got 5;")
+        assert 'options: input should be a valid list, got "pick"' in text
+
+        missing = text_of(await client.call_tool("create_subtask", {"name": "x"}))
+        assert missing.startswith("create_subtask: instructions: missing (it is required)")
+        assert "\n" not in missing
+        assert await store.questions(task_id=task_id) == []  # the wrong call asked nothing

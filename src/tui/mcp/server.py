@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Awaitable
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from tui.agents.mcp_launch import SERVER_NAME
 from tui.mcp.tools import ToolFailure, Tools
@@ -23,8 +23,39 @@ INSTRUCTIONS = (
 )
 
 
+class _Server(MCPServer):
+    """MCPServer whose argument errors are one line a field (the SDK's are pydantic's
+    multi-line report with its type codes and URLs, which a model reads as noise)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if not isinstance(e.__cause__, ValidationError):
+                raise
+            raise ToolError(bad_arguments(name, e.__cause__)) from e.__cause__
+
+
+def bad_arguments(tool: str, error: ValidationError) -> str:
+    """``ask_user: question: should be a string, got 5; …``: each field once, with the fix
+    in the field's own words (pydantic's message) and what was given."""
+    parts = []
+    for err in error.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        msg = err["msg"][0].lower() + err["msg"][1:] if err["msg"] else "invalid"
+        if err["type"] == "missing":
+            parts.append(f"{where}: missing (it is required)")
+        else:
+            given = json.dumps(err.get("input"), default=repr)
+            given = given if len(given) <= 60 else given[:57] + "..."
+            parts.append(f"{where}: {msg}, got {given}")
+    return f"{tool}: " + "; ".join(parts) + " (see the tool's input schema)"
+
+
 def build_server(tools: Tools) -> MCPServer:
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+    server = _Server(SERVER_NAME, instructions=INSTRUCTIONS)
 
     @server.tool(structured_output=False)
     async def list_user_tasks() -> str:
