@@ -87,7 +87,7 @@ def test_completion_any_completes_on_the_first_and_kills_the_rest(tui: Tui, tmp_
     assert tasks["race"]["result"] == "winner"
     assert tasks["race.fast"]["state"] == "COMPLETED"
     assert tasks["race.slow"]["state"] == "CANCELLED"
-    assert "subtask race.fast completed (completion: any)" in tasks["race.slow"]["reason"]
+    assert "subtask race.fast done (completion: any)" in tasks["race.slow"]["reason"]
     assert tasks["after"]["state"] == "COMPLETED"
     assert marker_processes(marker) == []
 

@@ -313,7 +313,7 @@ async def test_a_parent_waits_blocked_on_the_subtasks_its_agent_created(
     rec, child = await engine.get(task_id), await engine.get(child_id)
     assert child is not None and child.state == State.COMPLETED
     assert rec is not None and rec.parsed_result == "lead-done"
-    assert rec.reason == "all 1 subtasks completed"
+    assert rec.reason == "its subtask done"
 
 
 async def test_a_subtask_of_a_worktree_task_works_in_its_parents_worktree(

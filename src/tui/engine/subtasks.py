@@ -140,18 +140,18 @@ class Subtasks(EngineCore):
         if parent.task.completion == Completion.ANY:
             if kids.completed:
                 done = self._first_of(kids, lambda k: k.state == State.COMPLETED)
-                to, reason = State.COMPLETED, f"subtask {done.name} completed (completion: any)"
+                to, reason = State.COMPLETED, f"subtask {done.name} done (completion: any)"
                 if parent.task.group or parent.task.foreach is not None:
                     updates["result"] = done.result
             elif over:
-                to, reason = State.FAILED, "no subtask completed (completion: any)"
+                to, reason = State.FAILED, "no subtask done (completion: any)"
             else:
                 return
         elif kids.lost:
             lost = self._first_of(kids, failed_for_good)
             to, reason = State.FAILED, f"subtask {lost.name} ended {label(lost.state)}"
         elif over:
-            to, reason = State.COMPLETED, f"all {len(kids)} subtasks completed"
+            to, reason = State.COMPLETED, _all_done(len(kids))
             recs = [self._tasks[k] for k in kids]
             if parent.task.foreach is not None:
                 updates["result"] = json.dumps([_value(k) for k in recs])
@@ -189,3 +189,8 @@ class Subtasks(EngineCore):
 def _value(rec: TaskRecord) -> Any:
     """A child's result inside its group's (results are stored as JSON)."""
     return rec.parsed_result
+
+
+def _all_done(n: int) -> str:
+    """The parent's reason in the list's words ("done", as `tui ls` and the app say)."""
+    return "its subtask done" if n == 1 else f"all {n} subtasks done"
