@@ -65,6 +65,21 @@ def test_ls_state_of_two_words_in_any_spelling(tui: Tui) -> None:
     assert tui.ls("--state", "needs-you") == tui.ls("--state", "needs you") == []
 
 
+def test_ls_failed_means_every_failure_as_the_app_counts_them(tui: Tui) -> None:
+    f = write_tasks(
+        tui.dir / "t.yaml",
+        [
+            shell_task("slow", "sleep 30", timeout="100ms"),
+            shell_task("broken", "exit 3"),
+            shell_task("fine", "true"),
+        ],
+    )
+    assert tui("run", str(f)).returncode == 1
+    assert sorted(t["name"] for t in tui.ls("--state", "failed")) == ["broken", "slow"]
+    assert sorted(t["name"] for t in tui.ls("--state", "finished")) == ["broken", "fine", "slow"]
+    assert [t["name"] for t in tui.ls("--state", "timed-out")] == ["slow"]
+
+
 def test_ls_unknown_state_is_a_one_line_error_listing_the_words(stored: Tui) -> None:
     res = stored("ls", "--state", "bogus")
     assert res.returncode == 2 and res.stdout == ""

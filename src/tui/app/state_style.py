@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from tui.model.states import LABELS, State
+from tui.model.states import GROUPS, LABELS, State
 
 
 class StateStyle(NamedTuple):
@@ -33,19 +33,12 @@ STATE_STYLES: dict[State, StateStyle] = {
 }
 
 
-# "failed" as the screen counts and filters it: a cancel is the user's choice, not a failure.
-FAILED_GROUP: frozenset[State] = frozenset({State.FAILED, State.TIMED_OUT, State.BUDGET_EXCEEDED})
-
 # The words `state:WORD` takes: every label as shown (spaces as dashes), every state's name,
-# and a few groups.
+# and the model's groups (the same words `tui ls --state` takes).
 STATE_WORDS: dict[str, frozenset[State]] = {
     **{st.label.replace(" ", "-"): frozenset({s}) for s, st in STATE_STYLES.items()},
     **{s.value.lower(): frozenset({s}) for s in State},
-    "failed": FAILED_GROUP,
-    "completed": frozenset({State.COMPLETED}),
-    "canceled": frozenset({State.CANCELLED}),
-    "waiting": frozenset({State.READY, State.BLOCKED}),
-    "finished": frozenset({State.COMPLETED, State.CANCELLED, State.SKIPPED, *FAILED_GROUP}),
+    **GROUPS,
 }
 
 

@@ -26,7 +26,7 @@ from tui.app.help_screen import pretty_key
 from tui.app.keymap import keymap_from
 from tui.app.main_screen import MainScreen
 from tui.app.notify import OscMode, default_osc_mode, osc_sequence
-from tui.app.state_style import FAILED_GROUP, style_for
+from tui.app.state_style import style_for
 from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
 from tui.app.widgets.changes_view import ChangesView
@@ -44,7 +44,7 @@ from tui.daemon.remote import DaemonStopped
 from tui.engine.events import Cursor, Event, Notice, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
 from tui.gc_tuning import tune_gc
-from tui.model.states import UNSUCCESSFUL, State
+from tui.model.states import FAILED_GROUP, UNSUCCESSFUL, State
 from tui.store.records import OutputLine, TaskRecord
 
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often

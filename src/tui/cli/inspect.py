@@ -12,7 +12,7 @@ from tui.daemon.lifecycle import attach, ensure
 from tui.daemon.remote import DaemonStopped, RemoteEngine
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.model.duration import format_duration
-from tui.model.states import State, label, state_named
+from tui.model.states import State, label, states_named
 from tui.model.tree import short_name, tree_order
 from tui.store.db import Store
 from tui.store.records import STDERR, STDOUT, OutputLine, TaskRecord
@@ -22,7 +22,7 @@ async def cmd_ls(args: argparse.Namespace) -> int:
     states = None
     if args.state:
         try:
-            states = [state_named(args.state)]  # "done" or COMPLETED
+            states = sorted(states_named(args.state))  # "done", COMPLETED or "failed"
         except ValueError as e:
             err(f"--state: {e}")
             return 2

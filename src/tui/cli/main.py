@@ -81,7 +81,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ls.add_argument(
         "--state",
         metavar="STATE",
-        help=f"only tasks in this state: {', '.join(WORDS)} (or a stored name: COMPLETED…)",
+        help=f"only tasks in this state: {', '.join(WORDS)} (or a stored name: COMPLETED…);"
+        " failed also takes timed out and over budget, as the app counts them; waiting is"
+        " needs-you or blocked; finished is every end",
     )
     ls.add_argument("--tag", metavar="T", help="only tasks with this tag")
 

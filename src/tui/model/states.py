@@ -132,6 +132,24 @@ _NAMED: dict[str, State] = {
 WORDS: tuple[str, ...] = tuple(word.replace(" ", "-") for word in LABELS.values())
 
 
+# Words that name several states, as the app counts and filters them and `tui ls --state`
+# takes them. "failed" is every failure (a cancel is the user's choice, not one).
+FAILED_GROUP: frozenset[State] = frozenset({S.FAILED, S.TIMED_OUT, S.BUDGET_EXCEEDED})
+GROUPS: dict[str, frozenset[State]] = {
+    "failed": FAILED_GROUP,
+    "canceled": frozenset({S.CANCELLED}),
+    "waiting": frozenset({S.READY, S.BLOCKED}),
+    "finished": frozenset({S.COMPLETED, S.CANCELLED, S.SKIPPED, *FAILED_GROUP}),
+}
+
+
+def states_named(word: str) -> frozenset[State]:
+    """The states ``word`` names: a group (failed, waiting, finished) or one state as
+    :func:`state_named` reads it. ValueError for any other."""
+    group = GROUPS.get(_key(word))
+    return group if group is not None else frozenset({state_named(word)})
+
+
 def state_named(word: str) -> State:
     """The state ``word`` names: the list's word ("done", "needs you" or needs-you) or the
     stored name (COMPLETED, timed_out), in any case. ValueError, saying which words there
@@ -140,8 +158,8 @@ def state_named(word: str) -> State:
         return _NAMED[_key(word)]
     except KeyError:
         raise ValueError(
-            f"unknown state {word!r}: one of {', '.join(WORDS)} (or a stored name such as "
-            "COMPLETED)"
+            f"unknown state {word!r}: one of {', '.join(WORDS)}, or waiting, finished (or a "
+            "stored name such as COMPLETED)"
         ) from None
 
 
