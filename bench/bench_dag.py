@@ -12,6 +12,9 @@ store: every transition committed to SQLite) with, measured in the same run:
   its own shell interpreter (mvdan/sh), where ``true`` is a builtin: nothing is forked. The
   ``go-task-exec`` row runs ``/bin/true`` instead, so every task forks a process like tui's.
 * xargs: ``xargs -P C`` running ``true`` N times (one fork/exec per task, no bookkeeping).
+* py-floor: ``bench/floor_dag.py``, the same journal rows written by a bare Python loop that
+  posix_spawns ``true`` itself (no keeper, no store thread, no models): what the work costs
+  in Python without tui's architecture.
 * xargs-bash: the same with ``bash -c true``: what starting bash for every task costs on its
   own, with no bookkeeping at all.
 
@@ -282,7 +285,14 @@ def main() -> int:
             argv = ["xargs", "-P", str(conc), "-n", "1", "bash", "-c", "true"]
             return run_timed(argv, stdin=f, env=env)
 
+    # -- the floor: the same journal from a bare Python loop (bench/floor_dag.py) ------------
+    def floor_once(i: int) -> Timing:
+        db = tmp / f"floor-{i}.sqlite"
+        argv = [sys.executable, str(Path(__file__).with_name("floor_dag.py")), str(db), str(n)]
+        return run_timed([*argv, str(conc)], env=env)
+
     if not ns.only_tui:
+        runners["py-floor"] = floor_once
         runners["xargs"] = xargs_once
         runners["xargs-bash"] = xargs_bash_once
 
