@@ -79,8 +79,9 @@ def start(batch: list[str]) -> None:
             (now, t),
         )
         run = db.execute(
-            "INSERT INTO runs (task_id, attempt, started_at) VALUES (?,?,?)", (t, 1, now)
-        ).lastrowid
+            "INSERT INTO runs (task_id, attempt, started_at) VALUES (?,?,?) RETURNING id",
+            (t, 1, now),
+        ).fetchone()[0]
         db.execute(
             EVENT,
             (t, "state", "QUEUED", "RUNNING", "attempt 1", now),
