@@ -111,6 +111,16 @@ class Spawner:
         ok = attr_init(self.attr) == 0 and sigemptyset(default) == 0 and sigemptyset(empty) == 0
         for sig in (signal.SIGPIPE, signal.SIGXFSZ):
             ok = ok and sigaddset(default, int(sig)) == 0
+        # glibc's child sets its own signals (32, 33: thread cancellation, setxid) to SIG_IGN
+        # unless they are in this set, and an ignored signal stays ignored across the exec:
+        # every agent would ignore them (Popen's do not). sigaddset refuses them; the bits
+        # are set by hand (sigset_t is an array of unsigned longs, bit sig-1).
+        words = (ctypes.c_ulong * (_SIGSET_SIZE // ctypes.sizeof(ctypes.c_ulong))).from_buffer(
+            default
+        )
+        bits = 8 * ctypes.sizeof(ctypes.c_ulong)
+        for own in range(32, signal.SIGRTMIN):
+            words[(own - 1) // bits] |= 1 << ((own - 1) % bits)
         ok = ok and set_flags(self.attr, ctypes.c_short(_SETSIGDEF | _SETSIGMASK | _SETSID)) == 0
         ok = ok and set_sigdefault(self.attr, default) == 0 and set_sigmask(self.attr, empty) == 0
         if not ok:
