@@ -1,10 +1,11 @@
 """glibc's posix_spawn through ctypes, for the keeper's start threads (tui.procs.keeper_starts).
 
-A ctypes call releases the GIL while it runs, and glibc's posix_spawn returns only once the
-child has exec'd (clone with CLONE_VFORK): ~60 us on a quiet machine, milliseconds when every
-core is taken. ``os.posix_spawn`` holds the GIL for that wait (CPython 3.11), so starts went one
-at a time (session 10, branch keeperspawn); Popen releases it, but costs ~70 us of Python a
-start. Here the starts overlap, as Popen's did, and the Python a start runs is a few dozen calls.
+glibc's posix_spawn returns only once the child has exec'd (clone with CLONE_VFORK): ~60 us on a
+quiet machine, milliseconds when every core is taken. ``os.posix_spawn`` holds the GIL for that
+wait (CPython 3.11), so starts went one at a time (session 10, branch keeperspawn); a ctypes
+call releases it, so starts on the keeper's threads overlap, as Popen's did, for less CPU: one
+thread starting /usr/bin/true back to back, 54-68 us a start against Popen's 78-88 us (the bare
+posix_spawn call is ~30 us; bench/README.md, session 12).
 
 What an agent gets is what Popen gave it (tests/procs/test_keeper_starts.py pins it):
 
@@ -144,15 +145,18 @@ class Spawner:
         self._init(actions)
         try:
             dup2 = self._dup2
-            dup2(actions, fds[0] if fds[0] >= 0 else self.devnull, 0)
-            dup2(actions, fds[1], 1)
-            dup2(actions, fds[2], 2)
-            if self._closefrom is not None:
-                self._closefrom(actions, 3)
+            failed = (
+                dup2(actions, fds[0] if fds[0] >= 0 else self.devnull, 0)
+                or dup2(actions, fds[1], 1)
+                or dup2(actions, fds[2], 2)
+                or (self._closefrom is not None and self._closefrom(actions, 3))
+            )
             moved = False
             if cwd is not None and cwd != self.home:
                 moved = True
-                self._chdir(actions, enc(cwd))
+                failed = failed or self._chdir(actions, enc(cwd))
+            if failed:  # an errno (ENOMEM): the child must not start without them
+                raise OSError(failed, os.strerror(failed))
             args = [enc(a) for a in argv]
             c_argv = (self._pointers * (len(args) + 1))(*args)
             base, changed, unset = env
@@ -170,7 +174,7 @@ class Spawner:
                     # Both readings in one tick: the clone's (the start time) was that one.
                     start = tick if after // _TICK_NS == tick else _proc_start_time(pid.value)
                     return pid.value, start
-                if moved and code in (*_MISSING, errno.EACCES):
+                if moved:
                     assert cwd is not None
                     _check_dir(cwd)  # the child's chdir may be what failed
                     moved = False
