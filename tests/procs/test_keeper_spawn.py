@@ -107,6 +107,22 @@ async def test_a_missing_directory_is_named_before_a_missing_command(
     assert err3.value.filename == str(tmp_path / "x")
 
 
+@pytest.mark.parametrize("where", ["argv", "env", "name"])
+async def test_a_nul_in_an_argument_or_variable_or_a_bad_name_is_refused(
+    keeper: Keeper, where: str
+) -> None:
+    # As Popen does: the agent would otherwise run with only what comes before it.
+    argv, env = ["echo", "a"], dict(os.environ)
+    if where == "argv":
+        argv[1] = "a\0; rm -rf x"
+    elif where == "env":
+        env["TUI_SPAWN_TEST"] = "a\0b"
+    else:  # a name with "=" would set another variable
+        env["TUI_SPAWN=TEST"] = "b"
+    with pytest.raises(ValueError, match=r"null|name"):
+        await keeper.spawn(argv, cwd=None, env=env)
+
+
 async def test_agents_started_together_each_get_their_own_pipes_and_arguments(
     keeper: Keeper,
 ) -> None:

@@ -158,6 +158,12 @@ class Spawner:
             if failed:  # an errno (ENOMEM): the child must not start without them
                 raise OSError(failed, os.strerror(failed))
             args = [enc(a) for a in argv]
+            # A C string ends at a NUL: Popen refuses one rather than run less than was asked.
+            named = f"{cwd or ''}{executable or ''}"
+            if any(b"\0" in a for a in args) or any(b"\0" in e for _, e in env[1]) or "\0" in named:
+                raise ValueError("embedded null byte")
+            if any(b"=" in name for name, _ in env[1]):  # as Popen's check
+                raise ValueError("illegal environment variable name")
             c_argv = (self._pointers * (len(args) + 1))(*args)
             base, changed, unset = env
             c_envp = self._envp(base, changed, unset)
