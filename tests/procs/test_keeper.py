@@ -57,7 +57,13 @@ def test_the_keeper_runs_on_the_standard_library_and_its_own_modules() -> None:
     lines = [ln for ln in err.decode().splitlines() if ln.startswith("import time:")]
     imported = {ln.rsplit("|", 1)[1].strip() for ln in lines[1:]}  # [0]: the header
     ours_ = {name for name in imported if name.split(".")[0] == "tui"}
-    assert ours_ == {"tui", "tui.procs", "tui.procs.keeper_afterlife", "tui.procs.keeper_starts"}
+    assert ours_ == {
+        "tui",
+        "tui.procs",
+        "tui.procs.keeper_afterlife",
+        "tui.procs.keeper_spawn",
+        "tui.procs.keeper_starts",
+    }
     # Tried but not there (pickle's `org.python.core`, for Jython) is no import.
     top = {name.split(".")[0] for name in imported} - {"tui"}
     installed = {name for name in top - sys.stdlib_module_names if importlib.util.find_spec(name)}

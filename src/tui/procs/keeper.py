@@ -28,7 +28,7 @@ engine ends the group, then the pipes reach EOF). A stream is not read further w
 WINDOW bytes of it are in flight (sent, not yet taken by the engine): a slow consumer makes the
 agent wait on its pipe, as when the engine read the pipe itself.
 
-Popen runs on a few threads (tui.procs.keeper_starts): the loop never waits for a start.
+Agents are started on a few threads (tui.procs.keeper_starts): the loop never waits for one.
 
 An adoptable agent is kept, exit status and all, until the engine says ``forget``; when the
 engine's end closes without a ``stop`` (the engine died), the keeper kills the groups of the
@@ -39,6 +39,7 @@ them) and keeps the others for the next engine (tui.procs.keeper_afterlife).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pickle
 import selectors
@@ -54,6 +55,7 @@ if __name__ == "__main__":
     sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from tui.procs.keeper_afterlife import FRAME_LEN, Afterlife, Kept
+from tui.procs.keeper_spawn import BaseEnv
 from tui.procs.keeper_starts import Start, Started, Starts
 
 READ_CHUNK = 256 * 1024
@@ -122,7 +124,7 @@ class Keeper:
         # Set by "setup": without it an engine's death ends every agent, as it always did.
         self.afterlife: Afterlife | None = None
         self.orphaned = False  # its first engine died: it exits once its agents are handed on
-        self.base_env = dict(os.environb)
+        self.base_env = BaseEnv({k: k + b"=" + v for k, v in os.environb.items()})
         self.starts = Starts(SPAWN_THREADS)
         self.sel.register(sock, selectors.EVENT_READ, self._from_engine)
         self.sel.register(self.starts.wake_r, selectors.EVENT_READ, self._spawned)
@@ -180,7 +182,7 @@ class Keeper:
 
     def _on_base(self, env: dict[str, str]) -> None:
         enc = os.fsencode
-        self.base_env = {enc(k): enc(v) for k, v in env.items()}
+        self.base_env = BaseEnv({enc(k): enc(f"{k}={v}") for k, v in env.items()})
 
     def _on_setup(
         self, engine_id: str, listen_path: str, spill_dir: str, results_path: str, wait: float
@@ -200,10 +202,8 @@ class Keeper:
         adoptable: bool = False,
     ) -> None:
         enc = os.fsencode
-        env = self.base_env.copy()
-        env.update((enc(k), enc(v)) for k, v in env_set.items())
-        for name in env_unset:
-            env.pop(enc(name), None)
+        changed = [(enc(k), enc(f"{k}={v}")) for k, v in env_set.items()]
+        env = (self.base_env, changed, [enc(name) for name in env_unset])
         adoptable = adoptable and self.afterlife is not None
         self.starts.put(Start(key, argv, env, cwd, executable, want_stdin, run_id, adoptable))
 
@@ -226,15 +226,16 @@ class Keeper:
         if agent.adoptable and self.afterlife is not None:
             agent.kept = self.afterlife.kept()
         self.agents[key] = agent
-        # Popen returned after the exec: /proc shows the agent itself.
-        agent.start_time = _start_time(pid)
+        # The start returned after the exec: /proc shows the agent itself.
+        agent.start_time = started.start_time or _start_time(pid)
         self.outbox.append(("spawned", key, pid, agent.start_time))
         for fd, stream in ((out_r, 1), (err_r, 2)):
-            os.set_blocking(fd, False)
+            # Its flags are O_RDONLY, nothing else: one call, not set_blocking's two.
+            fcntl.fcntl(fd, fcntl.F_SETFL, os.O_NONBLOCK)
             self.pipes[fd] = (agent, stream)
             self.sel.register(fd, selectors.EVENT_READ, self._readable)
         if in_w >= 0:
-            os.set_blocking(in_w, False)
+            fcntl.fcntl(in_w, fcntl.F_SETFL, os.O_NONBLOCK)
             self.stdins[in_w] = agent
         pidfd = os.pidfd_open(pid)  # only this loop reaps it: it is there until then
         self.living[pidfd] = agent
