@@ -49,20 +49,21 @@ def _cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-async def _once(tasks: list[Any], db: Path, concurrency: int) -> tuple[float, float, float]:
+async def _once(tasks: list[Any], db: Path, concurrency: int) -> tuple[float, ...]:
     from tui.engine.scheduler import Engine
     from tui.store.db import Store
 
     store = await Store.open(db)
     engine = Engine(store, concurrency=concurrency, executor=_AtOnce())
     await engine.start()
+    s0, n0 = _cpu(), time.thread_time()
     ids = await engine.submit(tasks)
     p0, m0, w0 = _cpu(), time.thread_time(), time.perf_counter()
     await engine.wait_settled(ids)
     p1, m1, wall = _cpu(), time.thread_time(), time.perf_counter() - w0
     await engine.stop()
     await store.close()
-    return p1 - p0, m1 - m0, wall
+    return p1 - p0, m1 - m0, wall, p0 - s0, m0 - n0
 
 
 def main() -> int:
@@ -81,16 +82,19 @@ def main() -> int:
         tasks = load_files([dag]).tasks
         rows = []
         for i in range(ns.repeat):
-            proc, main_, wall = asyncio.run(_once(tasks, Path(tmp) / f"{i}.db", ns.concurrency))
-            rows.append((proc, main_, proc - main_, wall))
+            once = asyncio.run(_once(tasks, Path(tmp) / f"{i}.db", ns.concurrency))
+            proc, main_, wall, sub, sub_main = once
+            rows.append((proc, main_, proc - main_, wall, sub, sub_main, sub - sub_main))
             print(
                 f"run {i + 1}: process {proc:.3f} s CPU, main thread {main_:.3f}, "
-                f"store thread {proc - main_:.3f}, wall {wall:.3f} (load {_load()})"
+                f"store thread {proc - main_:.3f}, wall {wall:.3f}; submit: main thread "
+                f"{sub_main:.3f}, store thread {sub - sub_main:.3f} (load {_load()})"
             )
-    med = [statistics.median(r[k] for r in rows) for k in range(4)]
+    med = [statistics.median(r[k] for r in rows) for k in range(7)]
     print(
         f"median of {ns.repeat} ({tui.__file__}): process {med[0]:.3f} s CPU, main thread "
-        f"{med[1]:.3f}, store thread {med[2]:.3f}, wall {med[3]:.3f}"
+        f"{med[1]:.3f}, store thread {med[2]:.3f}, wall {med[3]:.3f}; submit: main thread "
+        f"{med[5]:.3f}, store thread {med[6]:.3f}"
     )
     return 0
 

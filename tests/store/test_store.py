@@ -234,3 +234,35 @@ async def test_engine_sockets_are_read_from_a_path_with_uri_characters(tmp_path:
         await s.close()
     assert engine_sockets(path) == [(os.getpid(), None, "/run/tui/e1.sock")]
     assert not (tmp_path / "a").exists()
+
+
+async def test_a_version_9_database_keeps_its_rows_without_the_two_unread_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v9.db"
+    with monkeypatch.context() as m:  # a database as tui wrote it at v9, with its rows
+        m.setattr("tui.store.tx.MIGRATIONS", MIGRATIONS[:9])
+        s = await Store.open(path)
+        old = _task("old")
+        await s.insert_tasks([old], approved=True)
+        assert await s.transition(old.id, State.PENDING, State.QUEUED, "go")
+        await s.close()
+
+    def indexes() -> set[str]:
+        con = sqlite3.connect(path)
+        try:
+            return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        finally:
+            con.close()
+
+    assert {"tasks_state", "events_task"} <= indexes()
+    s = await Store.open(path)
+    try:
+        assert not {"tasks_state", "events_task"} & indexes()
+        [rec] = await s.list_tasks(states=[State.QUEUED])
+        assert rec.id == old.id and rec.reason == "go"
+        log = await s.transitions(old.id)
+        assert [(frm, to, why) for _, frm, to, why, _ in log] == [("PENDING", "QUEUED", "go")]
+        assert [e.kind for e in await s.read_events()] == ["submitted", "state"]
+    finally:
+        await s.close()

@@ -260,3 +260,46 @@ async def test_calls_answered_together_all_resume_before_any_viewer_their_events
     await asyncio.gather(*(move(t) for t in tasks))
     await asyncio.sleep(0)  # the last viewer's step: queued before this one
     assert order == [f"caller {t.id}" for t in tasks] + [f"event {t.id}" for t in tasks]
+
+
+async def test_tasks_inserted_queued_journal_as_if_moved_after_their_insert(
+    tmp_path: Path,
+) -> None:
+    store = await Store.open(tmp_path / "q.db")
+    seen: list[tuple[str, str | None, list[str]]] = []
+    known: list[str] = []  # what the caller knew when each journal row was heard of
+    store.on_event = lambda ev: seen.append((ev.kind, ev.to_state, list(known)))
+    ready, waits = [_task("a"), _task("b")], _task("c")
+    ids = [t.id for t in [*ready, waits]]
+    recs = await store.insert_tasks(
+        [*ready, waits],
+        approved=True,
+        queued=[t.id for t in ready],
+        queued_reason="ready to run",
+        first=lambda rs: known.extend(r.id for r in rs),
+    )
+    assert [(r.state, r.reason) for r in recs] == [
+        (State.QUEUED, "ready to run"),
+        (State.QUEUED, "ready to run"),
+        (State.PENDING, ""),
+    ]
+    # Every row heard of after the caller had the records; submitted first, then the moves.
+    assert seen == [("submitted", "PENDING", ids)] * 3 + [("state", "QUEUED", ids)] * 2
+    await store.close()
+    # A reader of the file sees the same: the tasks' states and the transitions in order.
+    con = sqlite3.connect(tmp_path / "q.db")
+    rows = con.execute("SELECT id, state, reason FROM tasks ORDER BY submit_seq").fetchall()
+    assert rows == [
+        (ids[0], "QUEUED", "ready to run"),
+        (ids[1], "QUEUED", "ready to run"),
+        (ids[2], "PENDING", ""),
+    ]
+    journal = con.execute("SELECT task_id, kind, from_state, to_state FROM events ORDER BY id")
+    assert journal.fetchall() == [
+        (ids[0], "submitted", None, "PENDING"),
+        (ids[1], "submitted", None, "PENDING"),
+        (ids[2], "submitted", None, "PENDING"),
+        (ids[0], "state", "PENDING", "QUEUED"),
+        (ids[1], "state", "PENDING", "QUEUED"),
+    ]
+    con.close()

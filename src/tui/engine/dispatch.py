@@ -21,9 +21,12 @@ from tui.engine.runner import Run
 from tui.engine.summaries import compaction_decision
 from tui.engine.workflow import WorkflowError, needs_of
 from tui.model.states import UNSUCCESSFUL, State, label
-from tui.model.task import priority_rank
+from tui.model.task import Task, priority_rank
 from tui.store.db import Move
 from tui.store.records import TaskRecord
+
+# Why a task whose dependencies are done queues (the journal's reason).
+READY = "ready to run"
 
 if TYPE_CHECKING:
     from tui.engine.runner import RunHost
@@ -128,7 +131,7 @@ class Dispatch(EngineCore):
         if len(plain) < 2:
             await asyncio.gather(*(self._check_pending(tid) for tid in task_ids))
             return
-        moves = [(Move(r.id, State.PENDING, State.QUEUED, "ready to run"), r) for r in plain]
+        moves = [(Move(r.id, State.PENDING, State.QUEUED, READY), r) for r in plain]
         for new in await self.store.move_many(moves):
             if new is not None:
                 self._took(new)
@@ -147,16 +150,36 @@ class Dispatch(EngineCore):
         """``rec`` goes PENDING → QUEUED ("ready to run") with nothing else to decide: as
         ``_check_pending`` would move it, without a condition, classifier, compaction,
         subtasks or parent to ask."""
-        task = rec.task
         return (
             rec.state == State.PENDING
             and rec.approved
-            and not (task.when or task.classify_by or task.compacts or task.group)
-            and task.foreach is None
+            and _plain(rec.task)
             and rec.id not in self._parent
             and self.graph.open_deps(rec.id) == 0
             and self.graph.blocking(rec, self._tasks.get) is None
         )
+
+    def _queued_at_submit(self, tasks: Sequence[Task], approved: bool) -> list[str]:
+        """The tasks of a submission that ``_check_pending_all`` would queue in one store
+        call right after their insert, decided from their specs so that the insert stores
+        them QUEUED: every task is either plainly ready (no dependency) or waits on another
+        task of the same submission. [] otherwise (a dependency stored before, a child of a
+        parent, fewer than two ready): they are stored PENDING and checked once stored."""
+        if not approved:
+            return []
+        new = {t.id for t in tasks}
+        ready = []
+        for t in tasks:
+            if t.parent_task_id:
+                return []
+            if t.depends_on:
+                if not new.issuperset(t.depends_on):
+                    return []
+            elif _plain(t):
+                ready.append(t.id)
+            else:
+                return []
+        return ready if len(ready) >= 2 else []
 
     def _condition(self, rec: TaskRecord) -> tuple[State, str]:
         """Where a task whose dependencies are done goes: QUEUED, or SKIPPED when its
@@ -165,7 +188,7 @@ class Dispatch(EngineCore):
             return compaction_decision(rec, self._tasks.get, self._compactions_decided(rec))
         when = rec.task.when
         if not when:
-            return State.QUEUED, "ready to run"
+            return State.QUEUED, READY
         try:
             if holds(when, needs_of(rec, self._tasks.get)):
                 return State.QUEUED, f"ready to run (when: {when})"
@@ -329,3 +352,10 @@ class Dispatch(EngineCore):
         self._runners.add(run.runner)
         run.runner.add_done_callback(self._runners.discard)
         self._changed_now()
+
+
+def _plain(task: Task) -> bool:
+    """Nothing to decide as ``task`` queues: no condition, classifier, compaction, subtasks."""
+    return (
+        not (task.when or task.classify_by or task.compacts or task.group) and task.foreach is None
+    )

@@ -33,7 +33,7 @@ from tui.engine.adapter import Adapter, declared_adapters
 from tui.engine.adoption import Adoption
 from tui.engine.children import Children
 from tui.engine.clock import Clock, RealClock
-from tui.engine.dispatch import Dispatch
+from tui.engine.dispatch import READY, Dispatch
 from tui.engine.end_log import EndLog, ends_path
 from tui.engine.errors import EngineBusy, EngineError
 from tui.engine.events import Cursor, Event
@@ -284,13 +284,23 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
             # Worktree bases are pinned now (and stored before the tasks: a row with no task
             # is what `tui gc` cleans up; a task whose worktree was never planned runs in place).
             await plan_worktrees(self.worktrees, tasks)
+            # Tasks plainly ready are stored QUEUED by the insert itself (one transaction, no
+            # UPDATE of each row); otherwise they are checked once stored, as below. They are
+            # indexed before the journal's listeners (hooks) hear of their first move.
+            queued = self._queued_at_submit(tasks, approved)
             try:
-                records = await self.store.insert_tasks(tasks, approved=approved)
+                records = await self.store.insert_tasks(
+                    tasks, approved=approved, queued=queued, queued_reason=READY, first=self._index
+                )
             except StoreError as e:
                 raise EngineError(str(e)) from None
-            self._index(records)
-            # Together, so their transitions share store round trips (in this order).
-            await self._check_pending_all([rec.id for rec in records])
+            if queued:  # every other task waits on one of these
+                for rec in records:
+                    if rec.state == State.QUEUED:
+                        self._enqueue(rec)
+            else:
+                # Together, so their transitions share store round trips (in this order).
+                await self._check_pending_all([rec.id for rec in records])
         self._changed_now()
         return [t.id for t in tasks]
 

@@ -140,10 +140,23 @@ class Store(RunStore):
 
     # -- tasks -------------------------------------------------------------------------------
 
-    async def insert_tasks(self, tasks_: Sequence[Task], *, approved: bool) -> list[TaskRecord]:
-        """Store new tasks as PENDING, all or none. Ids already stored are refused."""
+    async def insert_tasks(
+        self,
+        tasks_: Sequence[Task],
+        *,
+        approved: bool,
+        queued: Collection[str] = (),
+        queued_reason: str = "",
+        first: Callable[[list[TaskRecord]], None] | None = None,
+    ) -> list[TaskRecord]:
+        """Store new tasks as PENDING, all or none. Ids already stored are refused. Those of
+        ``queued`` are stored QUEUED (``queued_reason``) in the same transaction, their
+        PENDING → QUEUED journal rows after every ``submitted`` row (see tasks.insert).
+        ``first`` gets the records before any listener hears of those rows (Database.call)."""
         now = time.time()
-        return await self._db.call(lambda t: tasks.insert(t, tasks_, approved, now))
+        return await self._db.call(
+            lambda t: tasks.insert(t, tasks_, approved, now, queued, queued_reason), first=first
+        )
 
     async def transition(
         self,

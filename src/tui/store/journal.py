@@ -45,6 +45,8 @@ def read(t: Tx, after_id: int, limit: int) -> list[EventRecord]:
 
 
 def transitions(t: Tx, task_id: str | None) -> list[tuple[str, str, str, str, float]]:
+    """The state changes, of one task or all. One task's is a scan of the journal (no index
+    by task: no viewer asks for it, and every journal row would pay for one; schema v10)."""
     sql = "SELECT task_id, from_state, to_state, reason, at FROM transitions"
     if task_id:
         return t.all(sql + " WHERE task_id = ? ORDER BY id", (task_id,))

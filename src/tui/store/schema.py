@@ -177,4 +177,13 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX questions_task ON questions(task_id);
     """,
+    # v10: two indexes no reader needs, each written by every transition (store CPU: the DAG's
+    # run phase, bench/README "Session 12"). tasks_state served only `tui ls --state`, which
+    # reads every task anyway; events_task only a journal filtered by task, which the product
+    # never asks for (viewers follow the journal by id). Keyed on a random task id, each
+    # journal row dirtied a page of its own.
+    """
+    DROP INDEX tasks_state;
+    DROP INDEX events_task;
+    """,
 ]

@@ -150,8 +150,19 @@ def _set_state(
 _UPDATES: dict[tuple[str, tuple[str, ...], str], str] = {}
 
 
-def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[TaskRecord]:
-    """Store new tasks as PENDING, all or none. Ids already stored are refused."""
+def insert(
+    t: Tx,
+    tasks: Sequence[Task],
+    approved: bool,
+    now: float,
+    queued: Collection[str] = (),
+    queued_reason: str = "",
+) -> list[TaskRecord]:
+    """Store new tasks as PENDING, all or none. Ids already stored are refused.
+
+    The tasks of ``queued`` are stored QUEUED (``queued_reason``) instead: the journal reads
+    as if each had been moved PENDING → QUEUED right after the insert (every ``submitted``
+    row, then their ``state`` rows in the tasks' order), without an UPDATE of each row."""
     taken = _existing_ids(t, [task.id for task in tasks])
     if taken:
         raise StoreError(
@@ -162,15 +173,18 @@ def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[Tas
     (seq,) = t.one("SELECT COALESCE(MAX(submit_seq), 0) FROM tasks")
     out = []
     deps: list[tuple[str, str]] = []  # one statement for the batch (most tasks have none)
+    queued = set(queued)
     for i, task in enumerate(tasks, start=1):
+        state, reason = (State.QUEUED, queued_reason) if task.id in queued else (State.PENDING, "")
         t.db.execute(
-            "INSERT INTO tasks (id, name, spec, state, priority_rank, submit_seq, approved,"
-            " parent_task_id, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO tasks (id, name, spec, state, reason, priority_rank, submit_seq,"
+            " approved, parent_task_id, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (
                 task.id,
                 task.name,
                 task.model_dump_json(),
-                State.PENDING.value,
+                state.value,
+                reason,
                 priority_rank(task.priority),
                 seq + i,
                 int(approved),
@@ -186,8 +200,8 @@ def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[Tas
                 id=task.id,
                 name=task.name,
                 spec=task,
-                state=State.PENDING,
-                reason="",
+                state=state,
+                reason=reason,
                 approved=approved,
                 attempts=0,
                 attempt_base=0,
@@ -204,6 +218,9 @@ def insert(t: Tx, tasks: Sequence[Task], approved: bool, now: float) -> list[Tas
                 depends_on=list(dict.fromkeys(task.depends_on)),
             )
         )
+    for rec in out:
+        if rec.state == State.QUEUED:
+            t.event(rec.id, "state", State.PENDING, State.QUEUED, queued_reason, None, now)
     # In the tasks' order, so each task's rows keep its depends_on order (read by rowid).
     t.db.executemany("INSERT OR IGNORE INTO deps (task_id, depends_on) VALUES (?, ?)", deps)
     return out

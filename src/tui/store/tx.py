@@ -67,7 +67,9 @@ class Tx:
     event = journal.insert  # t.event(task_id, kind, from, to, reason, data, at)
 
 
-Job = tuple[Callable[[Tx], Any], bool, "asyncio.Future[Any]"]
+# (the transaction's function, whether it writes, its caller's future, what to call with its
+# result before the journal's listeners hear of its rows)
+Job = tuple[Callable[[Tx], Any], bool, "asyncio.Future[Any]", Callable[[Any], None] | None]
 
 
 class _Thread:
@@ -134,10 +136,20 @@ class Database:
             raise
         return cls(conn, thread, path)
 
-    async def call(self, fn: Callable[[Tx], T], *, write: bool = True) -> T:
+    async def call(
+        self,
+        fn: Callable[[Tx], T],
+        *,
+        write: bool = True,
+        first: Callable[[T], None] | None = None,
+    ) -> T:
+        """Run ``fn`` as (part of) a transaction; its result once committed. ``first`` is
+        called with the result on the loop as soon as it commits, before any listener
+        (``on_event``) hears of its journal rows: a caller that must know what it stored
+        before anyone is told (new tasks whose first move is in the same transaction)."""
         self._check_open()
         fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._queued.append((fn, write, fut))
+        self._queued.append((fn, write, fut, first))
         if self._runner is None:
             self._runner = asyncio.create_task(self._run_queued())
         try:
@@ -213,11 +225,11 @@ class Database:
                     continue
                 try:
                     # The riders first: they were asked for before any of these calls.
-                    batch = [(fn, True) for fn in riders] + [(fn, w) for fn, w, _ in jobs]
+                    batch = [(fn, True) for fn in riders] + [(fn, w) for fn, w, _, _ in jobs]
                     work = partial(_run_jobs, self._conn, batch, len(riders))
                     outcomes = await self._thread.submit(work)
                 except BaseException as e:  # the connection itself failed
-                    for _, _, fut in jobs:
+                    for _, _, fut, _ in jobs:
                         if not fut.done():
                             fut.set_exception(e)
                     raise
@@ -230,7 +242,12 @@ class Database:
                 # an event finds the engine's memory already updated by the call that wrote
                 # it. All in one turn of the loop: runs ended together start their next runs
                 # (one frame to the keeper) and make their next calls (one batch) together.
-                for (_, _, fut), (ok, value, _) in zip(jobs, outcomes, strict=True):
+                for (_, _, fut, first), (ok, value, _) in zip(jobs, outcomes, strict=True):
+                    if ok and first is not None:
+                        try:
+                            first(value)
+                        except Exception as e:
+                            ok, value = False, e
                     if not fut.done():
                         if ok:
                             fut.set_result(value)
