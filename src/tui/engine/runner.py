@@ -48,15 +48,29 @@ class Run(LineCounter):
     kill_reason: str = ""
     kill_error: str = ""  # why, for "disk_full" (and a "cancel" not by the user)
     runner: asyncio.Task[None] | None = None  # the engine's task carrying the run to its end
-    # The timeout counts only while the agent works, not while it waits on a human:
-    # exactly one of these two is set at any time.
-    working: asyncio.Event = field(default_factory=asyncio.Event)
-    waiting: asyncio.Event = field(default_factory=asyncio.Event)
     open_questions: set[str] = field(default_factory=set)
     _inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] | None = field(default=None, repr=False)
+    # The timeout's clock (``working``/``waiting``), made when first asked for: only a run
+    # with a timeout watches it, and two asyncio.Events a run cost ~12 calls.
+    _clock: tuple[asyncio.Event, asyncio.Event] | None = field(default=None, repr=False)
+    _paused: bool = field(default=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self.working.set()
+    @property
+    def working(self) -> asyncio.Event:
+        """Set while the agent works: the timeout counts only then, not while it waits on
+        a person. Exactly one of ``working`` and ``waiting`` is set at any time."""
+        return self._events()[0]
+
+    @property
+    def waiting(self) -> asyncio.Event:
+        return self._events()[1]
+
+    def _events(self) -> tuple[asyncio.Event, asyncio.Event]:
+        if self._clock is None:
+            working, waiting = asyncio.Event(), asyncio.Event()
+            (waiting if self._paused else working).set()
+            self._clock = working, waiting
+        return self._clock
 
     @property
     def inbox(self) -> asyncio.Queue[tuple[str, asyncio.Future[bool]]]:
@@ -74,12 +88,16 @@ class Run(LineCounter):
 
     def pause_clock(self) -> None:
         """A person was asked: the timeout stops counting."""
-        self.working.clear()
-        self.waiting.set()
+        self._paused = True
+        if self._clock is not None:
+            self._clock[0].clear()
+            self._clock[1].set()
 
     def resume_clock(self) -> None:
-        self.waiting.clear()
-        self.working.set()
+        self._paused = False
+        if self._clock is not None:
+            self._clock[1].clear()
+            self._clock[0].set()
 
 
 class RunHost(Protocol):
