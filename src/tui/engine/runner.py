@@ -24,6 +24,7 @@ from tui.model.duration import format_duration
 from tui.model.states import State
 from tui.procs.keeper_client import Keeper, KeeperLost, KeptChild
 from tui.procs.process import Child, Spawner, spawn, terminate_group
+from tui.procs.run_env import RunEnv
 from tui.store.records import QuestionRecord, RunRecord, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
@@ -202,12 +203,11 @@ class RunCtx:
         # `tui ask` inside the task must find this tui even when its venv is not on PATH.
         base = _environ()  # merged into a new dict below: no copy of its own
         path = base.get("PATH", os.defpath)
-        self.env = {
-            **base,
-            **task.agent.env,
-            "PATH": path + _TUI_BIN,
-            **run_markers(run, rec, host),
-        }
+        # A dict that knows it is the base and these (tui.procs.run_env): the keeper is told
+        # only these, the shell's plain-command check looks at these and the base once.
+        self.env: dict[str, str] = RunEnv(
+            base, {**task.agent.env, "PATH": path + _TUI_BIN, **run_markers(run, rec, host)}
+        )
         self.cost_so_far = rec.cost_usd
         self.previous_runs: list[RunRecord] = began.previous_runs
         self.late_answers: list[QuestionRecord] = late_answers(began)
