@@ -55,7 +55,7 @@ def _kept_by_keeper(run: Run) -> bool:
     the exit code would not say it. The end log's JSON and write were ~7 % of the main
     thread's CPU on a DAG of quick commands."""
     proc = run.proc
-    return isinstance(proc, KeptChild) and proc.adoptable and not run.kill_reason
+    return isinstance(proc, KeptChild) and proc.kept_on and not run.kill_reason
 
 
 class RunEnd(EngineCore):

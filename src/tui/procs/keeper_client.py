@@ -176,6 +176,13 @@ class KeptChild(Child):
     def identity(self) -> ProcIdentity:
         return ProcIdentity(pid=self.pid, pgid=self.pid, start_time=self._start)
 
+    @property
+    def kept_on(self) -> bool:
+        """Whether its keeper keeps it, exit code and output not acknowledged, for the next
+        engine if this one dies before releasing it: an adoptable child of this engine's own
+        keeper (one adopted from a dead engine's keeper is not counted on a second time)."""
+        return self.adoptable and not self._keeper._attached
+
     def close_pipes(self) -> None:
         done = self.returncode is not None and self.out.at_eof and self.err.at_eof
         super().close_pipes()
