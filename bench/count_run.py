@@ -6,6 +6,7 @@ SQL statements by kind (sqlite3's trace callback on the store's connection), sto
 CPU (``RUSAGE_SELF``: the engine and its store thread, not the keeper or the agents).
 
     .venv/bin/python bench/count_run.py [--calls] [--top N] -- run FILE --concurrency 8 --db X
+    .venv/bin/python bench/count_run.py --phase -- run FILE ...   # the run phase alone, by thread
 
 Runs whichever tui is first on ``sys.path``: ``PYTHONPATH=/tmp/other/src`` counts another tree.
 """
