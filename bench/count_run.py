@@ -6,6 +6,7 @@ SQL statements by kind (sqlite3's trace callback on the store's connection), sto
 CPU (``RUSAGE_SELF``: the engine and its store thread, not the keeper or the agents).
 
     .venv/bin/python bench/count_run.py [--calls] [--top N] -- run FILE --concurrency 8 --db X
+    .venv/bin/python bench/count_run.py --phase -- run FILE ...   # the run phase alone, by thread
 
 Runs whichever tui is first on ``sys.path``: ``PYTHONPATH=/tmp/other/src`` counts another tree.
 """
@@ -38,6 +39,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", action="store_true", help="count main-thread Python calls too")
     ap.add_argument("--cpu-only", action="store_true", help="no counting: wall and CPU only")
+    ap.add_argument(
+        "--phase",
+        action="store_true",
+        help="no counting: the run phase's CPU (from submit's return) by thread, and its calls",
+    )
     ap.add_argument("--top", type=int, default=30, help="statement kinds shown (default 30)")
     ap.add_argument("--per", type=int, default=1001, help="divide by this many tasks (1001)")
     ap.add_argument("tui_args", nargs=argparse.REMAINDER, help="arguments for `tui`")
@@ -61,6 +67,8 @@ def main() -> int:
 
     tx._Thread._work = timed_work  # type: ignore[method-assign]
 
+    if ns.phase:
+        return _phase(args)
     if ns.cpu_only:
         cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         code = tui_main(args)
@@ -155,6 +163,62 @@ def main() -> int:
     for sql, n in statements.most_common(ns.top):
         print(f"{n:7,} {n / per:6.2f}  {sql}", file=out)
     return code
+
+
+def _phase(args: list[str]) -> int:
+    """The run phase alone: the main thread's and the store thread's CPU from
+    ``Engine.submit``'s return to ``Engine.stop`` (their own clocks, so neither the keeper nor
+    the agents count). With TUI_PHASE_CALLS=1 also the main thread's Python calls over it
+    (cProfile, whose cost is then in the CPU figure too), dumped to $TUI_PHASE_DUMP if set."""
+    import os
+
+    from tui.cli.main import main as tui_main
+    from tui.engine.scheduler import Engine
+
+    calls = os.environ.get("TUI_PHASE_CALLS") == "1"
+    # Timed by the main thread's own CPU clock: waits (the selector's, the GIL's) are not time.
+    prof = cProfile.Profile(time.thread_time) if calls else None
+    mark: dict[str, float] = {}
+    submit = Engine.submit
+
+    async def timed_submit(self: Any, *a: Any, **kw: Any) -> Any:
+        ids = await submit(self, *a, **kw)
+        mark["main"] = time.thread_time()
+        mark["store"] = _store_clock()
+        if prof is not None:
+            prof.enable()
+        return ids
+
+    Engine.submit = timed_submit  # type: ignore[method-assign]
+    ended: dict[str, float] = {}
+    close = Engine.stop
+
+    async def timed_stop(self: Any) -> None:
+        if prof is not None:
+            prof.disable()
+        ended["main"] = time.thread_time()
+        ended["store"] = _store_clock()
+        await close(self)
+
+    Engine.stop = timed_stop  # type: ignore[method-assign]
+    code = tui_main(args)
+    main_cpu = ended["main"] - mark["main"]
+    store = ended["store"] - mark["store"]
+    line = f"run phase: main thread {main_cpu:.3f} s, store thread {store:.3f} s"
+    if prof is not None:
+        n = pstats.Stats(prof).total_calls  # type: ignore[attr-defined]
+        line += f", main-thread calls {n:,} ({n / 1001:.0f} a task)"
+        if os.environ.get("TUI_PHASE_DUMP"):
+            prof.dump_stats(os.environ["TUI_PHASE_DUMP"])
+    print(f"{line} (load {_load()})", file=sys.stderr)
+    return code
+
+
+def _store_clock() -> float:
+    for th in threading.enumerate():
+        if th.name == "tui-store" and th.ident is not None:
+            return time.clock_gettime(time.pthread_getcpuclockid(th.ident))
+    return 0.0
 
 
 def _cpu_line(cpu: float, store_cpu: list[float]) -> str:

@@ -20,6 +20,7 @@ from tests.procs.children import communicate, read_all
 from tui.procs.keeper import READ_CHUNK, WINDOW
 from tui.procs.keeper_client import _KEEPER, Keeper, KeptChild
 from tui.procs.process import proc_start_time
+from tui.procs.run_env import RunEnv
 
 
 def _ppid(pid: int) -> int:
@@ -99,6 +100,31 @@ async def test_a_kept_child_runs_as_spawn_would_start_it(
     assert ids.split() == [str(proc.pid), str(proc.pid)]
     assert (err, code) == (b"err\n", 3)
     assert keeper.pid != os.getpid()
+
+
+@pytest.mark.parametrize("change", ["none", "set", "unset", "set-in-place", "unset-in-place"])
+async def test_a_run_environment_reaches_the_child_as_the_dict_it_reads_as(
+    keeper: Keeper, change: str
+) -> None:
+    # A run's env is the engine's environment with the run's variables over it; the keeper is
+    # told only those while that is so. Changed in place afterwards (an adapter may), the
+    # child still gets exactly what the dict holds.
+    base = dict(os.environ)  # equal to the keeper's base: only the run's own are sent
+    env = RunEnv(base, {"TUI_KEEPER_OWN": "own"})
+    if change == "set":
+        env = env.over({"TUI_KEEPER_MORE": "more"})
+    elif change == "set-in-place":
+        env["TUI_KEEPER_MORE"] = "more"
+    elif change == "unset-in-place":
+        del env["HOME"]
+    elif change == "unset":
+        env = RunEnv(base, {"TUI_KEEPER_OWN": "own", "HOME": ""})
+    script = 'echo "$TUI_KEEPER_OWN|${TUI_KEEPER_MORE-unset}|${HOME-unset}"'
+    proc = await keeper.spawn(["bash", "-c", script], cwd=None, env=env)
+    out, _, code = await communicate(proc)
+    more = "more" if change in ("set", "set-in-place") else "unset"
+    home = {"unset-in-place": "unset", "unset": ""}.get(change, os.environ["HOME"])
+    assert (out.decode(), code) == (f"own|{more}|{home}\n", 0)
 
 
 async def test_stdin_is_written_then_closed(keeper: Keeper) -> None:

@@ -35,8 +35,10 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from tui.procs.run_env import RunEnv, layers
 
 # Characters with no meaning to the shell in any position of a word (make's sh_chars, inverted).
 PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,:+%@=")
@@ -143,11 +145,33 @@ def plan(script: str, shell: str, env: Mapping[str, str], cwd: str) -> Direct | 
 
 
 def _plain_env(env: Mapping[str, str]) -> bool:
-    # Set and string operations in C: a Python test per variable was ~45 calls a task.
-    if not BASH_MANAGED.isdisjoint(env) or f"\0{EXPORTED_FUNCTION}" in "\0" + "\0".join(env):
+    layered = layers(env)
+    if layered is None:
+        if not _plain_names(env):
+            return False
+    elif not (_plain_base(layered[0]) and _plain_names(layered[1])):
         return False
     shlvl = env.get("SHLVL")
     return shlvl is None or (shlvl.isascii() and shlvl.isdigit() and int(shlvl) <= SHLVL_MAX)
+
+
+def _plain_names(names: Iterable[str]) -> bool:
+    # Set and string operations in C: a Python test per variable was ~45 calls a task.
+    return BASH_MANAGED.isdisjoint(names) and (
+        f"\0{EXPORTED_FUNCTION}" not in "\0" + "\0".join(names)
+    )
+
+
+_base_checked: tuple[Mapping[str, str], bool] | None = None
+
+
+def _plain_base(base: Mapping[str, str]) -> bool:
+    """``_plain_names`` of the environment every run shares, checked once per base (a new
+    one is made only when the engine's own environment changes): ~5 µs a run."""
+    global _base_checked
+    if _base_checked is None or _base_checked[0] is not base:
+        _base_checked = (base, _plain_names(base))
+    return _base_checked[1]
 
 
 def find_command(word: str, path: str, cwd: str) -> str | None:
@@ -182,16 +206,17 @@ def direct_env(env: Mapping[str, str], cwd: str, exe: str) -> dict[str, str]:
     """``env`` as bash passes it to a command it execs: ``PWD`` the directory (the inherited
     one if it names the same directory), ``SHLVL`` as inherited (0 when unset: bash counts
     itself in and out), ``OLDPWD`` only if it names a directory, ``_`` the command's path."""
-    out = dict(env)
     pwd = env.get("PWD", "")
     if not (pwd.startswith("/") and _same_dir(pwd, cwd)):
         pwd = os.path.realpath(cwd)
-    out["PWD"] = pwd
-    out["SHLVL"] = str(int(env.get("SHLVL") or 0))
+    changes = {"PWD": pwd, "SHLVL": str(int(env.get("SHLVL") or 0)), "_": exe}
     oldpwd = env.get("OLDPWD")
+    if isinstance(env, RunEnv) and (oldpwd is None or os.path.isdir(os.path.join(cwd, oldpwd))):
+        return env.over(changes)  # its layers kept (tui.procs.run_env)
+    out = dict(env)
+    out.update(changes)
     if oldpwd is not None and not os.path.isdir(os.path.join(cwd, oldpwd)):
         del out["OLDPWD"]
-    out["_"] = exe
     return out
 
 

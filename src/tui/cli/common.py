@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import re
@@ -140,13 +141,28 @@ def print_transition(ev: EventRecord, name: str, as_json: bool) -> None:
             }
         )
     else:
-        stamp = _stamp(ev.at)
-        frm = label(ev.from_state) if ev.from_state else "new"
-        to = label(ev.to_state) if ev.to_state else ""
-        reason = f"  {one_line(ev.reason)}" if ev.reason else ""
-        # The list's words ("running → done"), 11 cells: "over budget", the longest.
-        line = f"{stamp} {one_line(name):<24} {frm:>11} → {to:<11}{reason}"
-    _lines.add(line)
+        # Every part is made printable here (the column's texts once each: a run's names,
+        # states and reasons repeat), so the line is not checked again as a whole.
+        line = f"{_stamp(ev.at)} {_name_column(name)} {_moved(ev.from_state, ev.to_state)}"
+        if ev.reason:
+            line += _reason(ev.reason)
+    _lines.add(line, shown=True)
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_column(name: str) -> str:
+    return f"{one_line(name):<24}"
+
+
+@functools.lru_cache(maxsize=256)
+def _moved(frm: str | None, to: str | None) -> str:
+    # The list's words ("running → done"), 11 cells: "over budget", the longest.
+    return f"{label(frm) if frm else 'new':>11} → {label(to) if to else '':<11}"
+
+
+@functools.lru_cache(maxsize=256)
+def _reason(reason: str) -> str:
+    return f"  {one_line(reason)}"
 
 
 def print_hook_failure(ev: EventRecord, name: str) -> None:
@@ -267,8 +283,10 @@ class _LineBatch:
     def __init__(self) -> None:
         self._lines: list[str] = []
 
-    def add(self, line: str) -> None:
-        line = printable(line)
+    def add(self, line: str, *, shown: bool = False) -> None:
+        """``line`` to write; ``shown``: it is printable already (made so part by part)."""
+        if not shown:
+            line = printable(line)
         if not self._lines:
             try:
                 asyncio.get_running_loop().call_later(FLUSH_DELAY, self.flush)

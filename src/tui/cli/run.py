@@ -187,16 +187,19 @@ class _Printer:
 
     async def follow(self) -> None:
         names = self.names
-        async for ev in self.engine.events(self.since):
-            if isinstance(ev, OutputBatch):
-                continue
-            # A coroutine per line cost more than the line: only a task's first line, whose
-            # name is looked up, takes one.
-            name = names.get(ev.task_id)
-            if name is None:
-                await self._print(ev)
-            else:
-                self._show(ev, name)
+        # A pass per batch of events: resuming this coroutine per event cost more than the
+        # printing.
+        async for batch in self.engine.event_batches(self.since):
+            for ev in batch:
+                if isinstance(ev, OutputBatch):
+                    continue
+                # A coroutine per line cost more than the line: only a task's first line,
+                # whose name is looked up, takes one.
+                name = names.get(ev.task_id)
+                if name is None:
+                    await self._print(ev)
+                else:
+                    self._show(ev, name)
 
     async def finish(self, following: asyncio.Task[None]) -> None:
         following.cancel()

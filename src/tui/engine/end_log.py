@@ -9,6 +9,9 @@ round trip: it has to outlive the engine's process, not the machine. Recovery
 engine was about to — its lines not stored are stored then, once — instead of closing it as
 interrupted and running it again; then the file starts empty. See docs/daemon.md, "Crash
 safety", for the window left (from the agent's exit until its output is read to the end).
+An agent its engine's keeper keeps for the next engine needs no line here when it ended by
+itself: the keeper holds its exit and output until the end is committed
+(``run_end._kept_by_keeper``).
 """
 
 from __future__ import annotations

@@ -46,6 +46,18 @@ async def _stall(run_id: int) -> None:
     await asyncio.Future()
 
 
+def _kept_by_keeper(run: Run) -> bool:
+    """Whether the run's end outlives this engine without the end log: an adoptable agent's
+    keeper keeps its exit and its output not acknowledged until the end is stored and the
+    child released (``_finish``), and the next engine finishes it from there as this one
+    would (tui.engine.adoption: the outcome follows from the exit code and the output). Not
+    when the engine decided the outcome (a timeout, a cancel, a full disk, a lost keeper):
+    the exit code would not say it. The end log's JSON and write were ~7 % of the main
+    thread's CPU on a DAG of quick commands."""
+    proc = run.proc
+    return isinstance(proc, KeptChild) and proc.kept_on and not run.kill_reason
+
+
 class RunEnd(EngineCore):
     # -- one attempt ---------------------------------------------------------------------------
 
@@ -109,9 +121,10 @@ class RunEnd(EngineCore):
         if error and outcome != State.COMPLETED:
             await self.output.add(run, STDERR, [f"[tui] {error}"])
         # The agent is done and its output read: from here a kill -9 must not make the next
-        # engine run it again (tui.engine.end_log).
-        recorded = self._record_end(run, outcome, error, stored, result)
-        if recorded and _STALL:
+        # engine run it again (tui.engine.end_log), unless its keeper keeps the end already.
+        kept = _kept_by_keeper(run)
+        recorded = not kept and self._record_end(run, outcome, error, stored, result)
+        if _STALL and (recorded or kept):
             await _stall(run.run_id)
         try:
             await self.output.flush()

@@ -24,6 +24,7 @@ from tui.model.duration import format_duration
 from tui.model.states import State
 from tui.procs.keeper_client import Keeper, KeeperLost, KeptChild
 from tui.procs.process import Child, Spawner, spawn, terminate_group
+from tui.procs.run_env import RunEnv
 from tui.store.records import QuestionRecord, RunRecord, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
@@ -48,15 +49,29 @@ class Run(LineCounter):
     kill_reason: str = ""
     kill_error: str = ""  # why, for "disk_full" (and a "cancel" not by the user)
     runner: asyncio.Task[None] | None = None  # the engine's task carrying the run to its end
-    # The timeout counts only while the agent works, not while it waits on a human:
-    # exactly one of these two is set at any time.
-    working: asyncio.Event = field(default_factory=asyncio.Event)
-    waiting: asyncio.Event = field(default_factory=asyncio.Event)
     open_questions: set[str] = field(default_factory=set)
     _inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] | None = field(default=None, repr=False)
+    # The timeout's clock (``working``/``waiting``), made when first asked for: only a run
+    # with a timeout watches it, and two asyncio.Events a run cost ~12 calls.
+    _clock: tuple[asyncio.Event, asyncio.Event] | None = field(default=None, repr=False)
+    _paused: bool = field(default=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self.working.set()
+    @property
+    def working(self) -> asyncio.Event:
+        """Set while the agent works: the timeout counts only then, not while it waits on
+        a person. Exactly one of ``working`` and ``waiting`` is set at any time."""
+        return self._events()[0]
+
+    @property
+    def waiting(self) -> asyncio.Event:
+        return self._events()[1]
+
+    def _events(self) -> tuple[asyncio.Event, asyncio.Event]:
+        if self._clock is None:
+            working, waiting = asyncio.Event(), asyncio.Event()
+            (waiting if self._paused else working).set()
+            self._clock = working, waiting
+        return self._clock
 
     @property
     def inbox(self) -> asyncio.Queue[tuple[str, asyncio.Future[bool]]]:
@@ -74,12 +89,16 @@ class Run(LineCounter):
 
     def pause_clock(self) -> None:
         """A person was asked: the timeout stops counting."""
-        self.working.clear()
-        self.waiting.set()
+        self._paused = True
+        if self._clock is not None:
+            self._clock[0].clear()
+            self._clock[1].set()
 
     def resume_clock(self) -> None:
-        self.waiting.clear()
-        self.working.set()
+        self._paused = False
+        if self._clock is not None:
+            self._clock[1].clear()
+            self._clock[0].set()
 
 
 class RunHost(Protocol):
@@ -184,12 +203,11 @@ class RunCtx:
         # `tui ask` inside the task must find this tui even when its venv is not on PATH.
         base = _environ()  # merged into a new dict below: no copy of its own
         path = base.get("PATH", os.defpath)
-        self.env = {
-            **base,
-            **task.agent.env,
-            "PATH": path + _TUI_BIN,
-            **run_markers(run, rec, host),
-        }
+        # A dict that knows it is the base and these (tui.procs.run_env): the keeper is told
+        # only these, the shell's plain-command check looks at these and the base once.
+        self.env: dict[str, str] = RunEnv(
+            base, {**task.agent.env, "PATH": path + _TUI_BIN, **run_markers(run, rec, host)}
+        )
         self.cost_so_far = rec.cost_usd
         self.previous_runs: list[RunRecord] = began.previous_runs
         self.late_answers: list[QuestionRecord] = late_answers(began)

@@ -443,6 +443,10 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         ``stream.EventStream.events``)."""
         return self.stream.events(since, on_lag)
 
+    def event_batches(self, since: Cursor | None = None) -> AsyncIterator[list[Event]]:
+        """As ``events``, in lists (``stream.EventStream.batches``)."""
+        return self.stream.batches(since)
+
     def _changed_now(self) -> None:
         """Wake the schedule loop and whoever waits on a change (not a coroutine: it never
         waits, and it is called a few times a run)."""

@@ -8,9 +8,10 @@ and sees no gap and no duplicate.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
 from tui.store.db import Store
@@ -50,10 +51,11 @@ class _Subscriber:
             waiter = self._waiter = asyncio.get_running_loop().create_future()
             await waiter
 
-    def take(self) -> Event:
-        item = self.items.popleft()
-        self.backlog -= item.count if isinstance(item, OutputBatch) else 1
-        return item
+    def take_all(self) -> list[Event]:
+        items = list(self.items)
+        self.items.clear()
+        self.backlog = 0
+        return items
 
     def catch_up(self) -> None:
         """Forget the queue: everything in it is stored and will be read back."""
@@ -85,7 +87,19 @@ class EventStream:
     async def events(
         self, since: Cursor | None = None, on_lag: Callable[[], None] | None = None
     ) -> AsyncIterator[Event]:
-        """Everything after ``since`` (None = from now), stored first, then live.
+        """Everything after ``since`` (None = from now), stored first, then live, one item at
+        a time (see :meth:`batches`)."""
+        async with contextlib.aclosing(self.batches(since, on_lag)) as batches:
+            async for batch in batches:
+                for item in batch:
+                    yield item
+
+    async def batches(
+        self, since: Cursor | None = None, on_lag: Callable[[], None] | None = None
+    ) -> AsyncGenerator[list[Event], None]:
+        """Everything after ``since`` (None = from now), stored first, then live: in lists,
+        each what was there when the viewer looked (a viewer printing a busy run's
+        transitions is resumed once a batch, not once an event).
 
         A viewer that falls more than SUBSCRIBER_BACKLOG items behind is not allowed to hold
         memory: its queue is dropped and it reads what it missed back from the store (every
@@ -100,28 +114,34 @@ class EventStream:
                 # What is published from here on reaches the queue: the store is read only
                 # up to what was published before, or a busy engine would be chased forever.
                 upto = self.published if self.live else None
-                async for item in self._stored_after(last, upto):
-                    last = advance(last, item)
-                    yield item
+                async for stored in self._stored_after(last, upto):
+                    last = advance(last, stored[-1])
+                    yield stored
                 while not sub.lagging:
                     if not sub.items:
                         await sub.wait()
-                    fresh = newer(sub.take(), last)
-                    if fresh is not None:
-                        last = advance(last, fresh)
-                        yield fresh
+                    # Taken whole: what the queue holds is contiguous even once it lags.
+                    batch = []
+                    for item in sub.take_all():
+                        fresh = newer(item, last)
+                        if fresh is not None:
+                            last = advance(last, fresh)
+                            batch.append(fresh)
+                    if batch:
+                        yield batch
                 sub.catch_up()
                 if on_lag is not None:
                     on_lag()
         finally:
             self._subscribers.discard(sub)
 
-    async def _stored_after(self, cursor: Cursor, upto: Cursor | None) -> AsyncIterator[Event]:
+    async def _stored_after(
+        self, cursor: Cursor, upto: Cursor | None
+    ) -> AsyncIterator[list[Event]]:
         last_event, last_output = cursor
         end = upto or Cursor(sys.maxsize, sys.maxsize)
         while last_event < end.event_id and (evs := await self._store.read_events(last_event)):
-            for ev in evs:
-                yield ev
+            yield list(evs)
             last_event = evs[-1].id
         while last_output < end.output_id and (
             chunks := await self._store.read_output_chunks(last_output)
@@ -129,5 +149,5 @@ class EventStream:
             for batch in OutputBatch.of_stored(chunks):
                 fresh = batch.after(last_output)
                 if fresh is not None:
-                    yield fresh
+                    yield [fresh]
                     last_output = fresh.last_id

@@ -129,9 +129,10 @@ def prepare(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prep
     agent = task.agent
     if task.classifies:
         return _classifier_run(rec, lookup)
-    uses = template_refs(agent.instructions) + template_refs(agent.system_prompt_append)
-    if not uses and task.context is None:
-        return Prepared(rec)
+    if task.context is None and not (
+        NEEDS_USE.search(agent.instructions) or NEEDS_USE.search(agent.system_prompt_append)
+    ):
+        return Prepared(rec)  # the usual run: nothing to fill in
     needs = needs_of(rec, lookup)
     script = KINDS[agent.type].script if agent.type in KINDS else False
     env: dict[str, str] = {}

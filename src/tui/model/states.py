@@ -107,7 +107,11 @@ LABELS: dict[State, str] = {
 
 def label(state: State | str) -> str:
     """``state`` as a person reads it: "done", not COMPLETED."""
-    return LABELS[State(state)]
+    try:
+        # A State, or its text: a StrEnum hashes as its text (State(text) was ~1 us a call).
+        return LABELS[state]  # type: ignore[index]
+    except KeyError:
+        return LABELS[State(state)]  # ValueError for a text that is no state
 
 
 def being(state: State | str) -> str:

@@ -43,6 +43,7 @@ from tui.procs.kept_runs import (
     running,
 )
 from tui.procs.process import Child, ProcIdentity, identity_alive
+from tui.procs.run_env import layers
 
 __all__ = ["Keeper", "KeeperLost", "KeptChild"]
 
@@ -175,6 +176,13 @@ class KeptChild(Child):
     def identity(self) -> ProcIdentity:
         return ProcIdentity(pid=self.pid, pgid=self.pid, start_time=self._start)
 
+    @property
+    def kept_on(self) -> bool:
+        """Whether its keeper keeps it, exit code and output not acknowledged, for the next
+        engine if this one dies before releasing it: an adoptable child of this engine's own
+        keeper (one adopted from a dead engine's keeper is not counted on a second time)."""
+        return self.adoptable and not self._keeper._attached
+
     def close_pipes(self) -> None:
         done = self.returncode is not None and self.out.at_eof and self.err.at_eof
         super().close_pipes()
@@ -241,6 +249,7 @@ class Keeper:
         self._reaping: asyncio.Future[int] | None = None
         self._transport: asyncio.Transport | None = None
         self._base: dict[str, str] = {}
+        self._base_seen: Mapping[str, str] | None = None  # a run's base found equal to it
         self._next = 0
         self._pending: dict[int, tuple[asyncio.Future[KeptChild], bool, bool]] = {}
         self._children: dict[int, KeptChild] = {}
@@ -306,6 +315,7 @@ class Keeper:
         self._transport = transport
         # The environment every spawn is told as a difference from.
         self._base = dict(os.environ)
+        self._base_seen = None
         self._send(("base", self._base))
         if self._setup is not None:  # a keeper started again after the first died
             self._send(self._setup)
@@ -471,11 +481,27 @@ class Keeper:
         if env is None:
             env = os.environ
         base = self._base
+        layered = layers(env)
+        if layered is not None and self._same_base(layered[0]):
+            # The run's variables over an environment equal to ours: only they can differ,
+            # and none is unset.
+            return {k: v for k, v in layered[1].items() if base.get(k) != v}, []
         changed = {k: v for k, v in env.items() if base.get(k) != v}
         added = sum(k not in base for k in changed)
         if len(env) - added == len(base):  # every variable of the base is still there
             return changed, []
         return changed, [k for k in base if k not in env]
+
+    def _same_base(self, other: Mapping[str, str]) -> bool:
+        """Whether ``other`` (a run's shared base environment) equals the keeper's base:
+        compared once per base object (the engine makes one anew only when its own
+        environment changes)."""
+        if other is self._base_seen:
+            return True
+        if other == self._base:
+            self._base_seen = other
+            return True
+        return False
 
     # -- the socket ----------------------------------------------------------------------------
 

@@ -224,15 +224,21 @@ class Child:
         self.stdout = stdout
         self.stderr = stderr
         self.returncode: int | None = None
-        self._exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        # Made by the first wait() before the exit: a quick command's exit is often known
+        # before anyone waits (a keeper reports its start and end in one frame).
+        self._exited: asyncio.Future[int] | None = None
 
     def _exit(self, code: int) -> None:
         self.returncode = code
-        if not self._exited.done():
+        if self._exited is not None and not self._exited.done():
             self._exited.set_result(code)
 
     async def wait(self) -> int:
         """The leader's exit code (negative: killed by that signal)."""
+        if self.returncode is not None:
+            return self.returncode
+        if self._exited is None:
+            self._exited = asyncio.get_running_loop().create_future()
         return await asyncio.shield(self._exited)
 
     def identity(self) -> ProcIdentity:
