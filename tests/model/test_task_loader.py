@@ -223,3 +223,13 @@ def test_plain_values_are_read_as_yaml_reads_them(tmp_path):
     [one, two] = load_task_files([path]).tasks
     assert one.retry.max_attempts == 3 and one.timeout == 1800 and one.tags == ["a", "on"]
     assert one.agent.env == {"A": "1"} and two.depends_on == [one.id]
+
+
+@pytest.mark.parametrize("tagged", ["!!int x", "!!float x", "!!bool x", "!!timestamp x"])
+def test_a_tagged_value_that_is_not_one_is_an_error_at_its_line(tmp_path, tagged):
+    path = tmp_path / "t.yaml"
+    path.write_text(f"name: a\nagent: {{type: shell, instructions: x}}\ntimeout: {tagged}\n")
+    (issue,) = _errors([path])
+    tag = tagged.split()[0]
+    assert issue.line == 3 and f"'x' is not a valid {tag} value" in issue.message
+    assert issue.fix == f"write a valid {tag[2:]}, or remove the tag {tag}"

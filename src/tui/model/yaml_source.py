@@ -331,7 +331,7 @@ def _build(
     # Called for each of a file's values (6,000 for 1,000 small tasks): a plain string
     # is taken as it is, and a mapping's merge keys looked for only where one is written.
     if type(node) is yaml.ScalarNode:
-        return node.value if node.tag == _STR else loader.construct_object(node, deep=True)
+        return node.value if node.tag == _STR else _scalar(loader, node)
     if id(node) in active:
         raise YamlSyntaxError("an alias refers to itself", node.start_mark.line + 1, None)
     lines = out.lines
@@ -361,6 +361,22 @@ def _build(
         active.discard(id(node))
         return items
     return loader.construct_object(node, deep=True)
+
+
+def _scalar(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.YAMLError:
+        raise
+    except Exception:  # "!!int x": PyYAML's constructors raise ValueError, KeyError...
+        tag = node.tag.rsplit(":", 1)[-1]
+        mark = node.start_mark
+        raise YamlSyntaxError(
+            f"{node.value!r} is not a valid !!{tag} value",
+            mark.line + 1,
+            mark.column + 1,
+            f"write a valid {tag}, or remove the tag !!{tag}",
+        ) from None
 
 
 def line_of(lines: dict[Path, int], path: Path) -> int | None:
