@@ -150,7 +150,14 @@ class ExecutorSettings(_Model):
         return value
 
 
+# Config sections `tui run` of a file never reads unless config.toml has them: their models
+# are built when first used (defer_build), not at every import (~2 ms of each launch).
+_ON_FIRST_USE = ConfigDict(extra="forbid", defer_build=True)
+
+
 class AgentDef(_Model):
+    model_config = _ON_FIRST_USE
+
     # "" = from `bin` (claude, gemini, codex), else "command" when a command template is given
     type: str = ""
     description: str = ""
@@ -204,6 +211,8 @@ class AgentDef(_Model):
 
 class Source(_Model):
     """Where a role's, context's or template's text comes from (at least one of the three)."""
+
+    model_config = _ON_FIRST_USE
 
     description: str = ""
     file: str = ""
