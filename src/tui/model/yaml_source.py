@@ -121,7 +121,7 @@ def _read_plain(text: str) -> ParsedYaml:
     try:
         out = ParsedYaml(data=None)
         # Values that are not text (numbers, bools, dates...) are made once the whole file
-        # is within the limits: a refused file costs no more than counting its events.
+        # is within the limits: a refused file constructs none of them.
         for container, slot, node in _walk(loader, out):
             try:
                 container[slot] = loader.construct_object(node, deep=True)
