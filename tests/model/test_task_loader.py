@@ -184,3 +184,52 @@ def test_warnings_survive_an_error(tmp_path):
     with pytest.raises(TaskFileError) as caught:
         load_task_files([path])
     assert [w.field for w in caught.value.warnings] == ["updated_at"]
+
+
+# A plain file is read in one pass over the parser's events; one with an anchor goes through
+# libyaml's composer. Either way a problem names the same line and the values are the same.
+TWINS = """\
+tasks:
+  - name: one
+    priority: high
+    timeout: 30m
+    tags: [a, 'on', 2024-01-02]
+    agent: {type: shell, instructions: x, env: {A: "1"}}
+  - name: two
+    depends_on: [one]
+    agent:
+      type: shell
+      instructions: y
+      bogus: 1
+"""
+
+
+@pytest.mark.parametrize("anchored", [False, True])
+def test_a_plain_file_and_a_composed_one_name_the_same_lines(tmp_path, anchored):
+    text = TWINS.replace("name: two", "name: &n two") if anchored else TWINS
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    issues = _errors([path])
+    assert [(i.field, i.line, i.message) for i in issues] == [
+        ("tasks[0].tags[2]", 5, "tags must be text; got datetime.date(2024, 1, 2)"),
+        ("tasks[1].agent.bogus", 12, "unknown key 'bogus'"),
+    ]
+
+
+def test_plain_values_are_read_as_yaml_reads_them(tmp_path):
+    path = tmp_path / "t.yaml"
+    text = TWINS.replace("      bogus: 1\n", "").replace(", 2024-01-02", "")
+    path.write_text(text.replace("priority: high", "retry: {max_attempts: 3}"))
+    [one, two] = load_task_files([path]).tasks
+    assert one.retry.max_attempts == 3 and one.timeout == 1800 and one.tags == ["a", "on"]
+    assert one.agent.env == {"A": "1"} and two.depends_on == [one.id]
+
+
+@pytest.mark.parametrize("tagged", ["!!int x", "!!float x", "!!bool x", "!!timestamp x"])
+def test_a_tagged_value_that_is_not_one_is_an_error_at_its_line(tmp_path, tagged):
+    path = tmp_path / "t.yaml"
+    path.write_text(f"name: a\nagent: {{type: shell, instructions: x}}\ntimeout: {tagged}\n")
+    (issue,) = _errors([path])
+    tag = tagged.split()[0]
+    assert issue.line == 3 and f"'x' is not a valid {tag} value" in issue.message
+    assert issue.fix == f"write a valid {tag[2:]}, or remove the tag {tag}"

@@ -14,9 +14,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from tui.config import placeholders
 from tui.config.agent_command import check_command
-from tui.config.interpreters import script_argv
 from tui.config.paths import global_config_path, local_config_path, user_config_dir
 from tui.config.schema import (
     AGENT_DEFAULTS,
@@ -35,7 +33,6 @@ from tui.config.schema import (
 )
 from tui.config.start_keys import not_used, used
 from tui.config.toml_source import TomlProblem, read_toml
-from tui.config.xml_templates import read_xml_templates, template_files
 from tui.model.agent_kinds import BUILTIN_AGENTS
 from tui.model.classify import PARTIAL, Classifier
 from tui.model.error_text import human_error
@@ -366,6 +363,10 @@ def _add_xml_templates(config: Config, issues: list[Issue]) -> None:
     """XML atomic templates beside each config.toml; a local one replaces a global one, and
     one scope may not define a name twice. A template that cannot be used is a warning (the
     Task System's loader warns too): every other template still loads."""
+    # Imported here, as in _check_source: `tui run` reads [settings] alone (load_settings),
+    # and the whole config only when a task names a system part.
+    from tui.config.xml_templates import read_xml_templates, template_files
+
     for _, base_dir, scope in config_files(config.project_dir):
         folder = base_dir if scope == "global" else base_dir / ".tui"
         for path in template_files(folder):
@@ -439,6 +440,9 @@ def _check_source(
     issues: list[Issue],
     warnings: list[Issue] | None = None,
 ) -> None:
+    from tui.config import placeholders
+    from tui.config.interpreters import script_argv
+
     if src.shell and src.command:
         try:
             script_argv(src.shell, src.command, src.shell_args)

@@ -12,6 +12,7 @@ from tui.model.agent_kinds import CONFIG_TYPES, KINDS
 from tui.model.choices import one_of
 from tui.model.classify import Classifier, ClassifyRule
 from tui.model.duration import parse_duration
+from tui.model.factories import new_dict, new_list
 from tui.model.secrets import refuse_secrets
 from tui.model.task import AgentConfig
 from tui.model.variables import Variable
@@ -77,14 +78,14 @@ class Settings(_Model):
     theme: str = ""
     notifications: str = ""  # auto | off | osc9 | osc777
     database: str = ""  # made absolute against the file's base directory when loaded
-    keys: dict[str, Any] = Field(default_factory=dict)  # command id -> key, checked by the app
+    keys: dict[str, Any] = Field(default_factory=new_dict)  # command id -> key, checked by the app
     confirm_cancel: bool = True  # the app asks y/N before `c` kills a running task
     worktree: bool = False  # tasks that do not say get `worktree: true`
     # Taskfile tasks an agent may pass arguments to through run_user_task ("*": any). Read
     # from the user's own config.toml only: a project (which agents write to) cannot grant it.
-    agent_task_args: list[str] = Field(default_factory=list)
+    agent_task_args: list[str] = Field(default_factory=new_list)
     # Rules choosing the agent of a task that leaves agent.type out (tui.model.classify).
-    classify: list[ClassifyRule] = Field(default_factory=list)
+    classify: list[ClassifyRule] = Field(default_factory=new_list)
     # Workflow defaults for every task file's tasks that set none (tui.model.workflow).
     on_error: OnErrorChoice = OnError.NONE
     on_max_retries: OnMaxRetriesChoice = OnMaxRetries.NONE
@@ -122,7 +123,7 @@ class ExecutorSettings(_Model):
     address: str = "auto"  # "auto" (a cluster started on this machine), HOST:PORT, ray://HOST:PORT
     # Environment variables (names only) the Ray workers get from this environment, through
     # Ray's runtime env: never written to the database or the log.
-    forward_env: list[str] = Field(default_factory=list)
+    forward_env: list[str] = Field(default_factory=new_list)
 
     @field_validator("kind", mode="before")
     @classmethod
@@ -150,7 +151,14 @@ class ExecutorSettings(_Model):
         return value
 
 
+# Config sections `tui run` of a file never reads unless config.toml has them: their models
+# are built when first used (defer_build), not at every import (~2 ms of each launch).
+_ON_FIRST_USE = ConfigDict(extra="forbid", defer_build=True)
+
+
 class AgentDef(_Model):
+    model_config = _ON_FIRST_USE
+
     # "" = from `bin` (claude, gemini, codex), else "command" when a command template is given
     type: str = ""
     description: str = ""
@@ -158,9 +166,9 @@ class AgentDef(_Model):
     # `start`'s argv template for a custom agent CLI: {bin} {model} {role} {role_file} {prompt}
     command: str = ""
     default_model: str = ""
-    models: dict[str, str] = Field(default_factory=dict)  # short name -> model id
-    args: list[str] = Field(default_factory=list)  # extra CLI arguments
-    env: dict[str, str] = Field(default_factory=dict)
+    models: dict[str, str] = Field(default_factory=new_dict)  # short name -> model id
+    args: list[str] = Field(default_factory=new_list)  # extra CLI arguments
+    env: dict[str, str] = Field(default_factory=new_dict)
     # Shell agents: the script to run; the prompt arrives in $TUI_PROMPT, never in the script.
     script: str = ""
 
@@ -205,6 +213,8 @@ class AgentDef(_Model):
 class Source(_Model):
     """Where a role's, context's or template's text comes from (at least one of the three)."""
 
+    model_config = _ON_FIRST_USE
+
     description: str = ""
     file: str = ""
     command: str = ""
@@ -241,8 +251,8 @@ class TaskTemplate(Source):
     alias: str = ""
     role: str = ""
     agent: str = ""
-    contexts: list[str] = Field(default_factory=list)  # optional contexts this template uses
-    variables: list[Variable] = Field(default_factory=list)  # {{name}} in the prompt
+    contexts: list[str] = Field(default_factory=new_list)  # optional contexts this template uses
+    variables: list[Variable] = Field(default_factory=new_list)  # {{name}} in the prompt
 
     @property
     def defaults(self) -> dict[str, Any]:

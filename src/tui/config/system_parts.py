@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui.config.load import ConfigError, load_config
-from tui.config.render import source_path
 
 
 def named_parts() -> dict[str, str]:
@@ -28,6 +27,8 @@ def config_parts(project_dir: Path | None = None) -> dict[str, str]:
         if src.prompt is not None:
             parts[name] = src.prompt
         elif src.file:
+            from tui.config.render import source_path  # commands, placeholders: rarely needed
+
             path = source_path(src, config.project_dir)
             try:
                 parts[name] = path.read_text(encoding="utf-8", errors="replace")

@@ -20,6 +20,7 @@ from pydantic import (
 
 from tui.model.agent_kinds import KINDS
 from tui.model.choices import one_of
+from tui.model.factories import new_list
 
 # A rule may send a task to an agent CLI or to the shell (a Taskfile task names its task).
 CLASSIFY_TYPES = tuple(name for name in KINDS if name != "taskfile")
@@ -28,7 +29,7 @@ CLASSIFY_TYPES = tuple(name for name in KINDS if name != "taskfile")
 class ClassifyRule(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tags: list[str] = Field(default_factory=list)  # the task has any of them
+    tags: list[str] = Field(default_factory=new_list)  # the task has any of them
     name: str = ""  # a glob on the task's name: "docs-*"
     project: str = ""  # a glob on agent.project_dir, ~ expanded: "~/src/web*"
     agent: str  # the agent type chosen

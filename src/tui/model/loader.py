@@ -499,11 +499,11 @@ def _system_parts(entry: TaskEntry, parts: _FromConfig) -> list[Issue]:
     return problems
 
 
-def _without_nulls(value: Any) -> Any:
+def _without_nulls(value: dict[str, Any]) -> dict[str, Any]:
     """Drop keys written with no value (``priority:``), so they mean "leave it out"."""
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    return value
+    return {
+        k: _without_nulls(v) if type(v) is dict else v for k, v in value.items() if v is not None
+    }
 
 
 def _finish(

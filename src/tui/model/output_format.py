@@ -24,6 +24,7 @@ from pydantic import (
 
 from tui.model.choices import one_of
 from tui.model.duration import format_duration, parse_duration
+from tui.model.factories import new_list
 from tui.model.workflow import CUT_NOTE
 
 OUTPUT_TYPES = ("json", "text")
@@ -49,7 +50,7 @@ class OutputFormat(BaseModel):
     schema_: str | dict[str, Any] = Field(default="", alias="schema")
     # A command (argv; a string is split as a shell would, never run by one) that gets the
     # result on stdin: exit 0 accepts it, anything else fails the attempt.
-    validate_: list[str] = Field(default_factory=list, alias="validate")
+    validate_: list[str] = Field(default_factory=new_list, alias="validate")
     validate_timeout: float = VALIDATE_TIMEOUT
     # A result that is not JSON: fail the attempt, or keep the raw text with a note.
     on_parse_error: str = "fail"

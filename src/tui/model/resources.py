@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
+from tui.model.factories import new_dict
+
 _UNITS = {
     "": 1,
     "b": 1,
@@ -75,9 +77,9 @@ class Resources(BaseModel):
 
     num_cpus: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     memory: int | None = None  # bytes; written as `2GiB`
-    custom: dict[str, float] = Field(default_factory=dict)
+    custom: dict[str, float] = Field(default_factory=new_dict)
     # Node labels the node must have, each with this value (exact match).
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=new_dict)
 
     @field_validator("memory", mode="before")
     @classmethod

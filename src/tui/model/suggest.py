@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 
@@ -22,5 +21,7 @@ def did_you_mean(word: str, choices: Iterable[str], limit: int = 3) -> list[str]
     if same:
         return same[:limit]
     by_fold = {_normal(c): c for c in options}
+    import difflib  # only a misspelling pays its import (~1 ms), not every `tui run`
+
     close = difflib.get_close_matches(folded, list(by_fold), n=limit, cutoff=0.6)
     return [by_fold[c] for c in close]

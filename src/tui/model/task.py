@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_seriali
 from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE, check_max_turns
 from tui.model.choices import one_of, required_text
 from tui.model.duration import format_duration, parse_duration
+from tui.model.factories import new_dict, new_list
 from tui.model.output_format import OutputFormat
 from tui.model.resources import Resources
 from tui.model.secrets import refuse_secrets
@@ -95,7 +96,7 @@ class _Model(BaseModel):
 class AgentConfig(_Model):
     type: str = DEFAULT_TYPE
     model: str = ""
-    context_files: list[str] = Field(default_factory=list)
+    context_files: list[str] = Field(default_factory=new_list)
     instructions: str = ""
     project_dir: str = ""
     max_budget_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
@@ -103,14 +104,14 @@ class AgentConfig(_Model):
     # its validator asks whether the agent kind can take it.
     max_turns: int = Field(default=0, ge=0)
     permission_mode: PermissionMode = PermissionMode.NONE
-    allowed_tools: list[str] = Field(default_factory=list)
-    disallowed_tools: list[str] = Field(default_factory=list)
+    allowed_tools: list[str] = Field(default_factory=new_list)
+    disallowed_tools: list[str] = Field(default_factory=new_list)
     system_prompt_append: str = ""
-    additional_args: list[str] = Field(default_factory=list)
+    additional_args: list[str] = Field(default_factory=new_list)
     skip_planning: bool = False
     # Extension: environment for the agent's process (a config agent's env and bin, and a
     # shell agent's prompt in $TUI_PROMPT). tui's own TUI_* variables win over it.
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=new_dict)
 
     @field_validator("env")
     @classmethod
@@ -120,8 +121,8 @@ class AgentConfig(_Model):
     # agent.type taskfile: the Taskfile task to run, what it gets as {{.CLI_ARGS}}, and
     # go-task variables (`task NAME K=V`, what `requires: vars` asks for).
     task: str = ""
-    args: list[str] = Field(default_factory=list)
-    vars: dict[str, str] = Field(default_factory=dict)
+    args: list[str] = Field(default_factory=new_list)
+    vars: dict[str, str] = Field(default_factory=new_dict)
 
     @field_validator("vars", mode="before")
     @classmethod
@@ -229,16 +230,16 @@ class Task(_Model):
     timeout: float = 0.0
     retry: RetryConfig = Field(default_factory=RetryConfig)
     priority: Priority = Priority.NONE
-    tags: list[str] = Field(default_factory=list)
-    depends_on: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=new_list)
+    depends_on: list[str] = Field(default_factory=new_list)
     # Extension: a human reviews the result before the task completes.
     review: bool = False
     # The final result is parsed and checked; a mismatch fails the attempt.
     output_format: OutputFormat | None = None
     # Template variables: declared here (or in the file), used as {{name}} in
     # agent.instructions and agent.system_prompt_append, filled in by the loader.
-    variables: list[Variable] = Field(default_factory=list)
-    vars: dict[str, str | float | bool] = Field(default_factory=dict)
+    variables: list[Variable] = Field(default_factory=new_list)
+    vars: dict[str, str | float | bool] = Field(default_factory=new_dict)
     # What the task needs of the node that runs it (the Ray executor places it by this).
     resources: Resources | None = None
     # Workflow (tui.model.workflow): upstream results in the prompt, a condition, what a
@@ -283,7 +284,7 @@ class Task(_Model):
 
     # Parts of the agent's system prompt besides agent.system_prompt_append: text, or names
     # of config [contexts.NAME] that the loader replaces by their text (model/system_parts.py).
-    system: list[str] = Field(default_factory=list)
+    system: list[str] = Field(default_factory=new_list)
 
     @field_validator("system", mode="before")
     @classmethod

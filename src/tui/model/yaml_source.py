@@ -66,6 +66,10 @@ def parse_yaml(text: str) -> ParsedYaml:
         )
     loader = None
     try:
+        try:
+            return _read_plain(text)
+        except _NotPlain:  # anchors, aliases, merge keys...: composed, then built
+            pass
         check_limits(text)
         loader = _Loader(text)
         node = loader.get_single_node()
@@ -98,62 +102,175 @@ def check_limits(text: str) -> None:
     surface as libyaml's own ``MarkedYAMLError``."""
     loader = _Loader(text)
     try:
-        nodes = aliases = 0
-        # Open collections: (anchor, nodes counted when it started); closed anchors' sizes.
-        stack: list[tuple[str | None, int]] = []
-        sizes: dict[str, int] = {}
-        tasks = _TaskCounter()
-        get_event = loader.get_event  # None after the stream's end: one call an event
-        while (event := get_event()) is not None:
-            kind = type(event)
-            if len(stack) <= 2:
-                tasks.see(event, len(stack))
-            if kind is events.ScalarEvent:
-                nodes += 1
-                if len(event.value) > MAX_NUMBER_CHARS:
-                    _check_number(loader, event)
-                if event.anchor is not None:
-                    sizes[event.anchor] = 1
-            elif kind is events.MappingStartEvent or kind is events.SequenceStartEvent:
-                nodes += 1
-                if len(stack) >= MAX_DEPTH:
-                    raise _limit(
-                        event,
-                        f"nested more than {MAX_DEPTH} levels deep",
-                        "flatten the nesting; a task file needs only a few levels",
-                    )
-                stack.append((event.anchor, nodes))
-            elif kind is events.MappingEndEvent or kind is events.SequenceEndEvent:
-                if len(stack) == 2:
-                    tasks.open = False
-                anchor, start = stack.pop()
-                if anchor is not None:
-                    sizes[anchor] = nodes - start + 1
-            elif kind is events.AliasEvent:
-                aliases += 1
-                if aliases > MAX_ALIASES:
-                    raise _limit(
-                        event,
-                        f"more than {MAX_ALIASES:,} aliases (*name) in one file",
-                        "write the values out, or split the file",
-                    )
-                if any(anchor == event.anchor for anchor, _ in stack):
-                    raise _limit(event, f"the alias *{event.anchor} refers to itself", "remove it")
-                nodes += sizes.get(event.anchor, 1)  # unknown: the composer says so
-                if nodes > MAX_NODES:
-                    raise _limit(
-                        event,
-                        f"the alias *{event.anchor} expands the file past {MAX_NODES:,} "
-                        "values (an alias bomb?)",
-                        "write the values out instead of nesting aliases of aliases",
-                    )
-                continue
-            else:
-                continue
-            if nodes > MAX_NODES:
-                raise _limit(event, f"more than {MAX_NODES:,} values in one file", "split the file")
+        _walk(loader, None)
     finally:
         loader.dispose()
+
+
+class _NotPlain(Exception):
+    """The file uses what only the composer handles: anchors, aliases, merge keys, a key
+    written twice, a collection as a key, a tag on a key or a collection, a second document,
+    a tagged value its constructor refuses."""
+
+
+def _read_plain(text: str) -> ParsedYaml:
+    """A plain file (most are) in one pass over libyaml's events, its limits checked on the
+    way: the same values and lines as the composed nodes give, at about half the CPU (no
+    node objects, no resolver call for a key). Raises ``_NotPlain`` otherwise."""
+    loader = _Loader(text)
+    try:
+        out = ParsedYaml(data=None)
+        # Values that are not text (numbers, bools, dates...) are made once the whole file
+        # is within the limits: a refused file constructs none of them.
+        for container, slot, node in _walk(loader, out):
+            try:
+                container[slot] = loader.construct_object(node, deep=True)
+            except Exception:  # reported as the composed path reports it, after the limits
+                raise _NotPlain from None
+        return out
+    finally:
+        loader.dispose()
+
+
+_KEY = object()  # a mapping's frame waiting for its next key
+# A larger file (8,000 small tasks are ~50,000 values) is counted before anything is built,
+# so that one refused at MAX_NODES costs its count and no more.
+_PLAIN_NODES = 50_000
+Pending = list[tuple[Any, Any, yaml.ScalarNode]]  # (container, key or index, node)
+
+
+def _walk(loader: Any, out: ParsedYaml | None) -> Pending:
+    """Check the limits over the event stream; with ``out``, also build the file's values
+    into it (``_NotPlain`` at anything the plain build does not cover), returning the
+    scalars still to construct."""
+    nodes = aliases = 0
+    # Open collections: (anchor, nodes counted when it started); closed anchors' sizes.
+    stack: list[tuple[str | None, int]] = []
+    sizes: dict[str, int] = {}
+    tasks = _TaskCounter()
+    # Building: each open collection's [container, its path, a mapping's key or _KEY
+    # while it waits for one (None: a sequence)].
+    frames: list[list[Any]] = []
+    pending: Pending = []
+    tags: dict[str, str] = {}  # a plain value's resolved tag (the resolver is regexes)
+    lines = out.lines if out is not None else {}
+    documents = 0
+    get_event = loader.get_event  # None after the stream's end: one call an event
+    while (event := get_event()) is not None:
+        kind = type(event)
+        if len(stack) <= 2:
+            tasks.see(event, len(stack))
+        if kind is events.ScalarEvent:
+            nodes += 1
+            value = event.value
+            if len(value) > MAX_NUMBER_CHARS:
+                _check_number(loader, event)
+            if event.anchor is not None:
+                if out is not None:
+                    raise _NotPlain
+                sizes[event.anchor] = 1
+            if out is not None:
+                top = frames[-1] if frames else None
+                if top is not None and top[2] is _KEY:
+                    # Keys are kept as written: "on"/"yes"/"1" must not turn into bools.
+                    if event.tag is not None or value in ("<<", "=") or value in top[0]:
+                        raise _NotPlain  # maybe a merge key; a key written twice
+                    lines[(*top[1], value)] = event.start_mark.line + 1
+                    top[2] = value
+                    continue
+                tag = event.tag
+                if tag is None or tag == "!":
+                    if not event.implicit[0]:  # quoted: text (the resolver's answer too)
+                        tag = _STR
+                    elif (tag := tags.get(value)) is None:
+                        tag = tags[value] = loader.resolve(yaml.ScalarNode, value, (True, False))
+                if tag == _STR:
+                    _put(out, top, value, event)
+                else:
+                    node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark)
+                    if top is None:  # the whole file is one value
+                        pending.append((vars(out), "data", node))
+                    else:
+                        slot = len(top[0]) if top[2] is None else top[2]
+                        pending.append((top[0], slot, node))
+                    _put(out, top, None, event)
+        elif kind is events.MappingStartEvent or kind is events.SequenceStartEvent:
+            nodes += 1
+            if len(stack) >= MAX_DEPTH:
+                raise _limit(
+                    event,
+                    f"nested more than {MAX_DEPTH} levels deep",
+                    "flatten the nesting; a task file needs only a few levels",
+                )
+            stack.append((event.anchor, nodes))
+            if out is not None:
+                top = frames[-1] if frames else None
+                if event.anchor is not None or event.tag is not None:
+                    raise _NotPlain
+                if top is not None and top[2] is _KEY:
+                    raise _NotPlain  # a collection as a key
+                mapping = kind is events.MappingStartEvent
+                container: Any = {} if mapping else []
+                path = _put(out, top, container, event)
+                frames.append([container, path, _KEY if mapping else None])
+        elif kind is events.MappingEndEvent or kind is events.SequenceEndEvent:
+            if len(stack) == 2:
+                tasks.open = False
+            anchor, start = stack.pop()
+            if anchor is not None:
+                sizes[anchor] = nodes - start + 1
+            if out is not None:
+                frames.pop()
+        elif kind is events.AliasEvent:
+            if out is not None:
+                raise _NotPlain
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise _limit(
+                    event,
+                    f"more than {MAX_ALIASES:,} aliases (*name) in one file",
+                    "write the values out, or split the file",
+                )
+            if any(anchor == event.anchor for anchor, _ in stack):
+                raise _limit(event, f"the alias *{event.anchor} refers to itself", "remove it")
+            nodes += sizes.get(event.anchor, 1)  # unknown: the composer says so
+            if nodes > MAX_NODES:
+                raise _limit(
+                    event,
+                    f"the alias *{event.anchor} expands the file past {MAX_NODES:,} "
+                    "values (an alias bomb?)",
+                    "write the values out instead of nesting aliases of aliases",
+                )
+            continue
+        else:
+            if kind is events.DocumentStartEvent and out is not None:
+                documents += 1
+                if documents > 1:
+                    raise _NotPlain  # the composer words "expected a single document"
+            continue
+        if nodes > MAX_NODES:
+            raise _limit(event, f"more than {MAX_NODES:,} values in one file", "split the file")
+        if nodes > _PLAIN_NODES and out is not None:
+            raise _NotPlain  # checked whole first: a refused file builds nothing
+    return pending
+
+
+def _put(out: ParsedYaml, top: list[Any] | None, value: Any, event: Any) -> Path:
+    """Place a built value in its collection (the root if none); returns its path."""
+    if top is None:
+        out.lines[()] = event.start_mark.line + 1
+        out.data = value
+        return ()
+    container = top[0]
+    if type(container) is list:
+        where = (*top[1], len(container))
+        out.lines[where] = event.start_mark.line + 1
+        container.append(value)
+        return where
+    key = top[2]
+    container[key] = value
+    top[2] = _KEY
+    return (*top[1], key)
 
 
 class _TaskCounter:
@@ -214,7 +331,7 @@ def _build(
     # Called for each of a file's values (6,000 for 1,000 small tasks): a plain string
     # is taken as it is, and a mapping's merge keys looked for only where one is written.
     if type(node) is yaml.ScalarNode:
-        return node.value if node.tag == _STR else loader.construct_object(node, deep=True)
+        return node.value if node.tag == _STR else _scalar(loader, node)
     if id(node) in active:
         raise YamlSyntaxError("an alias refers to itself", node.start_mark.line + 1, None)
     lines = out.lines
@@ -244,6 +361,22 @@ def _build(
         active.discard(id(node))
         return items
     return loader.construct_object(node, deep=True)
+
+
+def _scalar(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.YAMLError:
+        raise
+    except Exception:  # "!!int x": PyYAML's constructors raise ValueError, KeyError...
+        tag = node.tag.rsplit(":", 1)[-1]
+        mark = node.start_mark
+        raise YamlSyntaxError(
+            f"{node.value!r} is not a valid !!{tag} value",
+            mark.line + 1,
+            mark.column + 1,
+            f"write a valid {tag}, or remove the tag !!{tag}",
+        ) from None
 
 
 def line_of(lines: dict[Path, int], path: Path) -> int | None:
