@@ -42,10 +42,11 @@ import contextlib
 import fcntl
 import os
 import pickle
-import selectors
+import select
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 if __name__ == "__main__":
@@ -112,7 +113,9 @@ class _Agent:
 class Keeper:
     def __init__(self, sock: socket.socket) -> None:
         self.sock: socket.socket | None = sock  # None: no engine
-        self.sel = selectors.DefaultSelector()
+        # The loop's epoll, straight: selectors' keys and maps cost more than the calls.
+        self.epoll = select.epoll()
+        self.watched: dict[int, tuple[Callable[[Any], None], Any]] = {}  # fd → callback, arg
         self.agents: dict[int, _Agent] = {}  # by key
         self.living: dict[int, _Agent] = {}  # pidfd → agent not reaped yet
         self.pipes: dict[int, tuple[_Agent, int]] = {}  # read end → its agent and stream
@@ -126,24 +129,37 @@ class Keeper:
         self.orphaned = False  # its first engine died: it exits once its agents are handed on
         self.base_env = BaseEnv({k: k + b"=" + v for k, v in os.environb.items()})
         self.starts = Starts(SPAWN_THREADS)
-        self.sel.register(sock, selectors.EVENT_READ, self._from_engine)
-        self.sel.register(self.starts.wake_r, selectors.EVENT_READ, self._spawned)
+        self.watch(sock.fileno(), self._from_engine, sock)
+        self.watch(self.starts.wake_r, self._spawned, self.starts.wake_r)
 
     # -- the loop ----------------------------------------------------------------------------
 
     def run(self) -> None:
         while not self.finished:
-            timeout = None
+            timeout = -1.0
             if self.sock is None and self.afterlife is not None:
                 timeout = self.afterlife.time_left()
-            for sk, _ in self.sel.select(timeout):
-                sk.data(sk.fileobj)
+            watched = self.watched
+            for fd, _ in self.epoll.poll(timeout):
+                handler = watched.get(fd)
+                if handler is None:  # unwatched earlier in this turn
+                    continue
+                handler[0](handler[1])
                 if self.finished:
                     break
             self._send()
             if self.orphaned and self.afterlife is not None and not self.finished:
                 self.afterlife.check_done()
         self._send()
+
+    def watch(self, fd: int, callback: Callable[[Any], None], arg: Any, out: bool = False) -> None:
+        """Call ``callback(arg)`` in the loop when ``fd`` is readable (writable if ``out``)."""
+        self.epoll.register(fd, select.EPOLLOUT if out else select.EPOLLIN)
+        self.watched[fd] = (callback, arg)
+
+    def unwatch(self, fd: int) -> None:
+        del self.watched[fd]
+        self.epoll.unregister(fd)
 
     def _send(self) -> None:
         if not self.outbox:
@@ -233,13 +249,13 @@ class Keeper:
             # Its flags are O_RDONLY, nothing else: one call, not set_blocking's two.
             fcntl.fcntl(fd, fcntl.F_SETFL, os.O_NONBLOCK)
             self.pipes[fd] = (agent, stream)
-            self.sel.register(fd, selectors.EVENT_READ, self._readable)
+            self.watch(fd, self._readable, fd)
         if in_w >= 0:
             fcntl.fcntl(in_w, fcntl.F_SETFL, os.O_NONBLOCK)
             self.stdins[in_w] = agent
         pidfd = os.pidfd_open(pid)  # only this loop reaps it: it is there until then
         self.living[pidfd] = agent
-        self.sel.register(pidfd, selectors.EVENT_READ, self._reap)
+        self.watch(pidfd, self._reap, pidfd)
         if self.stopping or (self.sock is None and not agent.adoptable):
             self._kill(agent)
 
@@ -265,7 +281,7 @@ class Keeper:
         agent.paused.discard(stream)
         for fd, s in agent.fds.items():
             if s == stream:
-                self.sel.register(fd, selectors.EVENT_READ, self._readable)
+                self.watch(fd, self._readable, fd)
 
     def _on_ack(self, key: int, stream: int, offset: int) -> None:
         agent = self.agents.get(key)
@@ -308,7 +324,7 @@ class Keeper:
 
     def _engine_gone(self) -> None:
         assert self.sock is not None
-        self.sel.unregister(self.sock)
+        self.unwatch(self.sock.fileno())
         self.sock.close()
         self.sock = None
         self.inbuf.clear()
@@ -333,7 +349,7 @@ class Keeper:
         keeper's engine now, told which agents are kept (``rest``: what it sent after)."""
         conn.setblocking(True)
         self.sock = conn
-        self.sel.register(conn, selectors.EVENT_READ, self._from_engine)
+        self.watch(conn.fileno(), self._from_engine, conn)
         kept = [(a.key, a.run_id, a.pgid, a.start_time, a.code) for a in self.agents.values()]
         self.outbox.append(("kept", kept))
         if rest:  # its claims came with the hello
@@ -385,13 +401,13 @@ class Keeper:
         agent.paused.add(stream)
         for fd, s in agent.fds.items():
             if s == stream:
-                self.sel.unregister(fd)
+                self.unwatch(fd)
 
     def _close_out(self, agent: _Agent, fd: int) -> None:
         stream = agent.fds.pop(fd)
         del self.pipes[fd]
         if stream not in agent.paused:
-            self.sel.unregister(fd)
+            self.unwatch(fd)
         agent.paused.discard(stream)
         os.close(fd)
 
@@ -406,13 +422,13 @@ class Keeper:
                 agent.close_in = True
                 n = 0
             del agent.stdin_buf[:n]
-        registered = agent.stdin_fd in self.sel.get_map()
+        registered = agent.stdin_fd in self.watched
         if agent.stdin_buf:
             if not registered:
-                self.sel.register(agent.stdin_fd, selectors.EVENT_WRITE, self._writable)
+                self.watch(agent.stdin_fd, self._writable, agent.stdin_fd, out=True)
             return
         if registered:
-            self.sel.unregister(agent.stdin_fd)
+            self.unwatch(agent.stdin_fd)
         if agent.close_in:
             self._close_stdin(agent)
 
@@ -423,15 +439,15 @@ class Keeper:
 
     def _close_stdin(self, agent: _Agent) -> None:
         if agent.stdin_fd >= 0:
-            if agent.stdin_fd in self.sel.get_map():
-                self.sel.unregister(agent.stdin_fd)
+            if agent.stdin_fd in self.watched:
+                self.unwatch(agent.stdin_fd)
             del self.stdins[agent.stdin_fd]
             os.close(agent.stdin_fd)
             agent.stdin_fd = -1
 
     def _reap(self, pidfd: int) -> None:
         agent = self.living.pop(pidfd)
-        self.sel.unregister(pidfd)
+        self.unwatch(pidfd)
         os.close(pidfd)
         try:
             _, status = os.waitpid(agent.pid, 0)

@@ -29,7 +29,6 @@ import contextlib
 import json
 import os
 import pickle
-import selectors
 import signal
 import socket
 import struct
@@ -228,11 +227,11 @@ class Afterlife:
             return
         listener.setblocking(False)
         self.listener = listener
-        self.keeper.sel.register(listener, selectors.EVENT_READ, self._accept)
+        self.keeper.watch(listener.fileno(), self._accept, listener)
 
     def _unlisten(self) -> None:
         if self.listener is not None:
-            self.keeper.sel.unregister(self.listener)
+            self.keeper.unwatch(self.listener.fileno())
             self.listener.close()
             self.listener = None
             with contextlib.suppress(OSError):
@@ -251,11 +250,11 @@ class Afterlife:
             return
         conn.setblocking(False)
         self.hellos[conn] = bytearray()
-        self.keeper.sel.register(conn, selectors.EVENT_READ, self._hello)
+        self.keeper.watch(conn.fileno(), self._hello, conn)
 
     def _drop_hello(self, conn: socket.socket) -> None:
         self.hellos.pop(conn, None)
-        self.keeper.sel.unregister(conn)
+        self.keeper.unwatch(conn.fileno())
         conn.close()
 
     def _hello(self, conn: socket.socket) -> None:
@@ -291,6 +290,6 @@ class Afterlife:
             self._drop_hello(conn)
             return
         self.hellos.pop(conn)
-        self.keeper.sel.unregister(conn)
+        self.keeper.unwatch(conn.fileno())
         self._unlisten()
         self.keeper.adopted_by(conn, bytes(buf[4 + size :]))
