@@ -51,11 +51,19 @@ class _Subscriber:
             waiter = self._waiter = asyncio.get_running_loop().create_future()
             await waiter
 
-    def take_all(self) -> list[Event]:
-        items = list(self.items)
-        self.items.clear()
-        self.backlog = 0
-        return items
+    def take(self, whole: bool) -> list[Event]:
+        """The next item, or (``whole``) every item queued. Items taken one at a time keep the
+        rest counted until they are taken, so a viewer stuck on its socket holding one item
+        lags at SUBSCRIBER_BACKLOG; a whole batch is the reader's to hold (a reader that
+        handles it at once: `tui run`'s printer)."""
+        if whole:
+            items = list(self.items)
+            self.items.clear()
+            self.backlog = 0
+            return items
+        item = self.items.popleft()
+        self.backlog -= item.count if isinstance(item, OutputBatch) else 1
+        return [item]
 
     def catch_up(self) -> None:
         """Forget the queue: everything in it is stored and will be read back."""
@@ -89,17 +97,22 @@ class EventStream:
     ) -> AsyncIterator[Event]:
         """Everything after ``since`` (None = from now), stored first, then live, one item at
         a time (see :meth:`batches`)."""
-        async with contextlib.aclosing(self.batches(since, on_lag)) as batches:
+        async with contextlib.aclosing(self.batches(since, on_lag, whole=False)) as batches:
             async for batch in batches:
                 for item in batch:
                     yield item
 
     async def batches(
-        self, since: Cursor | None = None, on_lag: Callable[[], None] | None = None
+        self,
+        since: Cursor | None = None,
+        on_lag: Callable[[], None] | None = None,
+        *,
+        whole: bool = True,
     ) -> AsyncGenerator[list[Event], None]:
         """Everything after ``since`` (None = from now), stored first, then live: in lists,
         each what was there when the viewer looked (a viewer printing a busy run's
-        transitions is resumed once a batch, not once an event).
+        transitions is resumed once a batch, not once an event); ``whole=False``: one live
+        item a list, for a reader that may block while it holds one (:meth:`events`).
 
         A viewer that falls more than SUBSCRIBER_BACKLOG items behind is not allowed to hold
         memory: its queue is dropped and it reads what it missed back from the store (every
@@ -122,7 +135,7 @@ class EventStream:
                         await sub.wait()
                     # Taken whole: what the queue holds is contiguous even once it lags.
                     batch = []
-                    for item in sub.take_all():
+                    for item in sub.take(whole):
                         fresh = newer(item, last)
                         if fresh is not None:
                             last = advance(last, fresh)
