@@ -110,7 +110,7 @@ def test_run_of_plain_tasks_never_imports_xml_sax_or_simpleeval(tui: Tui, tmp_pa
     simpleeval evaluates only `when:`/`until:` conditions."""
     f = write_tasks(tmp_path / "t.yaml", [shell_task("plain", "true")])
     run = loaded(tui, "run", str(f), "--db", str(tui.db))
-    assert "tui.model.system_parts" in run and "tui.engine.conditions" in run
+    assert "tui.model.system_parts" in run and "tui.engine.dispatch" in run
     assert sorted(m for m in run if m.split(".")[0] == "simpleeval" or m == "xml.sax") == []
     assert tui.state_of("plain") == "COMPLETED"
 
@@ -136,3 +136,18 @@ def test_run_that_no_client_talks_to_never_builds_the_api_messages(
     assert "tui.engine.scheduler" in run and "tui.daemon.server" in run
     assert "tui.engine.api" not in run
     assert tui.state_of("plain") == "COMPLETED"
+
+
+def test_plain_run_never_imports_the_engines_feature_modules(tui: Tui, tmp_path: Path) -> None:
+    """What only some tasks use is imported by them (tests/cli's until, workflow and
+    output_format runs go through it): classifying, summaries, `when:`/`until:` conditions
+    and loops, talking to an agent, checking a result. A plain DAG pays for none of them."""
+    f = write_tasks(
+        tmp_path / "t.yaml",
+        [shell_task("first", "true"), shell_task("second", "true", depends_on=["first"])],
+    )
+    run = loaded(tui, "run", str(f), "--db", str(tui.db))
+    assert "tui.engine.dispatch" in run and "tui.engine.run_end" in run
+    features = ("classifying", "summaries", "conditions", "loops", "talk", "validation")
+    assert sorted(m for m in run if m.removeprefix("tui.engine.") in features) == []
+    assert tui.state_of("second") == "COMPLETED"

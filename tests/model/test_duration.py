@@ -1,4 +1,9 @@
+from fractions import Fraction
+from typing import cast
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tui.model.duration import format_duration, parse_duration
 
@@ -88,3 +93,52 @@ def test_format_then_parse_is_exact(seconds):
 def test_format_rejects_negative():
     with pytest.raises(ValueError, match=">= 0"):
         format_duration(-1)
+
+
+# Exact ties of half a nanosecond (k/1024 s for odd k: 976562.5 ns) round to even, as Go's
+# integer nanoseconds and Fraction's round() do; the rest are the odd corners of floats.
+_ODD_SECONDS = [
+    1 / 1024,
+    3 / 1024,
+    5e-10,
+    1.5e-9,
+    2.5e-9,
+    4.9999999e-10,
+    1e-9,
+    0.1,
+    0.7,
+    1 / 3,
+    2 / 3,
+    59.999999999,
+    59.9999999995,
+    1e-300,
+    5e-324,
+    123456789.123456789,
+    2**53 + 2.0,
+    9223372036.854775807,
+    1e300,
+    1.7976931348623157e308,
+    10**30,
+    2**63,
+]
+
+
+def _exactly(seconds: float) -> str:
+    """The text by the general way: any other number (here a Fraction) is rounded in exact
+    Fraction arithmetic; ints and floats go a faster way that must give the same text."""
+    return format_duration(cast(float, Fraction(seconds)))
+
+
+@pytest.mark.parametrize("seconds", _ODD_SECONDS)
+def test_format_of_a_float_is_its_exact_value_rounded(seconds):
+    assert format_duration(seconds) == _exactly(seconds)
+
+
+@given(st.floats(min_value=0, allow_nan=False, allow_infinity=False) | st.integers(0, 10**25))
+def test_format_is_the_same_for_any_number(seconds):
+    assert format_duration(seconds) == _exactly(seconds)
+
+
+def test_format_rounds_a_half_nanosecond_to_even():
+    assert format_duration(1 / 1024) == "976.562µs"  # 976562.5 ns
+    assert format_duration(3 / 1024) == "2.929688ms"  # 2929687.5 ns

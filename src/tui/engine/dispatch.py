@@ -12,13 +12,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from tui.engine.adapter import RunResult
-from tui.engine.classifying import classified
-from tui.engine.conditions import holds
 from tui.engine.core import EngineCore
 from tui.engine.graph import Graph
 from tui.engine.queue import RunQueue
 from tui.engine.runner import Run
-from tui.engine.summaries import compaction_decision
 from tui.engine.workflow import WorkflowError, needs_of
 from tui.model.states import UNSUCCESSFUL, State, label
 from tui.model.task import Task, priority_rank
@@ -98,6 +95,9 @@ class Dispatch(EngineCore):
             to, reason = await self._as_parent(rec, *self._condition(rec))
             updates: dict[str, Any] = {}
             if rec.task.classify_by:  # its classifier answered: its agent, stored as it queues
+                # Imported by the tasks that classify alone: a plain run never does.
+                from tui.engine.classifying import classified
+
                 spec, said = classified(rec, self._tasks.get)
                 if spec is None:
                     to, reason = State.FAILED, f"{rec.name}: {said}"
@@ -185,10 +185,15 @@ class Dispatch(EngineCore):
         """Where a task whose dependencies are done goes: QUEUED, or SKIPPED when its
         ``when:`` is false, or FAILED when the condition cannot be evaluated."""
         if rec.task.compacts:  # a compaction task: its trigger says whether it runs
+            # Summaries and conditions are imported by the tasks that use them alone.
+            from tui.engine.summaries import compaction_decision
+
             return compaction_decision(rec, self._tasks.get, self._compactions_decided(rec))
         when = rec.task.when
         if not when:
             return State.QUEUED, READY
+        from tui.engine.conditions import holds
+
         try:
             if holds(when, needs_of(rec, self._tasks.get)):
                 return State.QUEUED, f"ready to run (when: {when})"

@@ -21,10 +21,7 @@ from tui.engine.adapter import RunResult
 from tui.engine.attempts import Policy, attempt_move, interrupted_move, task_result
 from tui.engine.core import EngineCore
 from tui.engine.end_log import STALL_ENV, Ended
-from tui.engine.loops import until_move, with_previous
 from tui.engine.runner import Run, RunHost, ended_as
-from tui.engine.talk import show_continuation
-from tui.engine.validation import check_result, validator_cwd, validator_env
 from tui.engine.workflow import WorkflowError, prepare
 from tui.engine.worktree_runs import in_worktree
 from tui.model.states import UNSUCCESSFUL, State
@@ -68,10 +65,17 @@ class RunEnd(EngineCore):
             # A parent retried by hand runs nothing: it goes back to waiting on its children.
             await self._finish(run, RunResult(State.COMPLETED, exit_code=0))
             return
+        # talk and loops are imported by the runs that use them alone: a plain run never does.
         if began.questions:  # a message of a person's to show first (most runs have none)
+            from tui.engine.talk import show_continuation
+
             await show_continuation(self.output, run, began)
+        if task.until:  # an iteration: {{previous.result}} filled
+            from tui.engine.loops import with_previous
+
+            rec = with_previous(rec)
         try:
-            prepared = prepare(with_previous(rec), self._tasks.get)
+            prepared = prepare(rec, self._tasks.get)
         except WorkflowError as e:
             await self._finish(run, RunResult(State.FAILED, error=str(e)))
             return
@@ -172,6 +176,8 @@ class RunEnd(EngineCore):
                 rng=self.rng,
             )
             if move.to == State.COMPLETED and task.until:
+                from tui.engine.loops import until_move
+
                 done = [r for r in await self.store.runs(task_id) if r.outcome == "COMPLETED"]
                 move = until_move(rec, move, stored, len(done), self._tasks.get)
             if move.to == State.COMPLETED and self._waits_on_children(task_id):
@@ -244,6 +250,9 @@ class RunEnd(EngineCore):
         None) — retry applies. See tui.engine.validation."""
         rec = self._tasks[run.task_id]
         assert rec.task.output_format is not None
+        # Imported by tasks with an output_format alone: a plain run never loads it.
+        from tui.engine.validation import check_result, validator_cwd, validator_env
+
         env = validator_env(rec, run.run_id, run.attempt, self.engine_id, self.db_path)
         checked = await check_result(
             rec.task.output_format, result.result, cwd=validator_cwd(rec.task), env=env

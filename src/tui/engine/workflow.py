@@ -20,8 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tui.engine.classifying import block, describe
-from tui.engine.summaries import compacted, summarize
 from tui.model.agent_kinds import KINDS
 from tui.model.needs import NEEDS_USE, NeedsRef, template_refs
 from tui.model.states import SATISFIED
@@ -177,6 +175,9 @@ def prepare(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prep
 def _classifier_run(rec: TaskRecord, lookup: Callable[[str], TaskRecord | None]) -> Prepared:
     """A classifier task's run: the task it classifies described before its prompt and, for
     every kind, in the JSON file named by $TUI_CONTEXT_FILE (``{"task": {...}}``)."""
+    # Imported by classifier tasks alone: a plain run never loads it.
+    from tui.engine.classifying import block, describe
+
     target = lookup(rec.task.classifies)
     if target is None:
         raise WorkflowError(f"the task it classifies ({rec.task.classifies}) is not stored")
@@ -204,6 +205,9 @@ def _transferred(
     """{name: what is transferred of it}, for the dependencies ``context.from`` names
     (never the summariser or compaction tasks the loader added: their results come as the
     summaries and compacted results)."""
+    # Imported by ``context:`` transfers alone: a plain run never loads it.
+    from tui.engine.summaries import compacted, summarize
+
     summarizers: dict[str, TaskRecord] = {}
     compactors: dict[str, TaskRecord] = {}
     added: set[str] = set()  # the tasks the loader added: never transferred themselves
