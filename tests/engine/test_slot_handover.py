@@ -2,10 +2,14 @@
 
 import asyncio
 import itertools
+import random
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import shell_task
+from tests.conftest import shell_task, stored, wait_state
+from tests.engine.fake_agent import GatedAdapter
+from tests.engine.test_scheduler import fake_task, next_started
+from tui.engine.clock import FakeClock
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.store.db import Store
@@ -63,3 +67,28 @@ async def test_a_handover_as_the_engine_stops_starts_no_process(
         rec = await engine.get(second.id)
     assert rec is not None and rec.state == State.COMPLETED and rec.attempt_in_round == 1
     assert marker.exists()
+
+
+async def test_a_retry_comes_due_on_time_while_its_slot_went_to_the_next(store: Store) -> None:
+    # The failed run's end hands its slot to "next", so every slot stays taken: the retry
+    # must still be timed (the schedule loop woken by that end), not wait for a slot to free.
+    agent = GatedAdapter()
+    clock = FakeClock()
+    flaky = fake_task("flaky", priority="high", retry={"max_attempts": 2, "delay": "10s"})
+    nxt = fake_task("next")
+    async with Engine(
+        store, concurrency=1, adapters={"claude": agent}, clock=clock, rng=random.Random(7)
+    ) as engine:
+        await engine.submit([flaky, nxt])
+        assert await next_started(agent) == "flaky"
+        agent.finish("flaky", State.FAILED, error="boom")
+        assert await next_started(agent) == "next"
+        rec = await stored(engine, flaky.id)
+        assert rec.state == State.FAILED and rec.retry_at is not None
+        clock.advance(rec.retry_at - clock.now() + 1)
+        await wait_state(engine, flaky.id, State.QUEUED)  # queued at its time, "next" running
+        assert (await stored(engine, nxt.id)).state == State.RUNNING
+        agent.finish("next", State.COMPLETED)
+        assert await next_started(agent) == "flaky"
+        agent.finish("flaky", State.COMPLETED)
+        await engine.wait_settled([flaky.id, nxt.id])

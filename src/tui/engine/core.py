@@ -19,6 +19,7 @@ from tui.engine.children import Children
 from tui.engine.clock import Clock
 from tui.engine.end_log import EndLog
 from tui.engine.output import OutputBuffer
+from tui.engine.queue import RunQueue
 from tui.engine.room import Room
 from tui.engine.runner import Executor, Run, RunHost
 from tui.engine.worktrees import Worktrees
@@ -44,6 +45,8 @@ class EngineCore:
     _children: dict[str, Children]  # parent id -> its children, in submit order, counted
     _parent: dict[str, str]  # child id -> parent id (a settled record's spec stays unparsed)
     _subtask_dirty: set[str]
+    _retrying: set[str]  # tasks with an automatic retry to come (tui.engine.dispatch)
+    queue: RunQueue
 
     if TYPE_CHECKING:
         # -- the engine's own (tui.engine.scheduler) --------------------------------------
@@ -58,7 +61,7 @@ class EngineCore:
 
         def _index(self, records: Sequence[TaskRecord]) -> None: ...
 
-        def _changed_now(self) -> None: ...
+        def _changed_now(self, schedule: bool = True) -> None: ...
 
         async def cancel(self, task_id: str, reason: str = "cancelled by user") -> str: ...
 

@@ -356,7 +356,9 @@ class Dispatch(EngineCore):
         )
         self._runners.add(run.runner)
         run.runner.add_done_callback(self._runners.discard)
-        self._changed_now()
+        # A slot taken, nothing freed: the schedule loop is not woken for it (the caller is
+        # that loop, or a run's end that wakes it if it has work: ``_loop_has_work``).
+        self._changed_now(schedule=False)
 
 
 def _plain(task: Task) -> bool:

@@ -447,10 +447,12 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         """As ``events``, in lists (``stream.EventStream.batches``)."""
         return self.stream.batches(since)
 
-    def _changed_now(self) -> None:
-        """Wake the schedule loop and whoever waits on a change (not a coroutine: it never
-        waits, and it is called a few times a run)."""
-        self._wake.set()
+    def _changed_now(self, schedule: bool = True) -> None:
+        """Wake whoever waits on a change, and the schedule loop unless ``schedule`` is False
+        (a change that leaves it nothing to do: see ``RunEnd._loop_has_work``). Not a
+        coroutine: it never waits, and it is called a few times a run."""
+        if schedule:
+            self._wake.set()
         if self._change_waiters:
             waiters, self._change_waiters = self._change_waiters, []
             for fut in waiters:

@@ -5,6 +5,7 @@ State changes are the ``transitions`` view over it (kind ``state``)."""
 from __future__ import annotations
 
 import json
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any
 
 from tui.model.states import State
@@ -15,6 +16,19 @@ if TYPE_CHECKING:
 
 COLS = "id, task_id, kind, from_state, to_state, reason, data, at"
 _VALUES = {s: s.value for s in State}  # a dict lookup is a quarter of ``.value``
+
+# ``json.dumps(data)``'s text, by one encoder made once: ``dumps`` makes its C encoder anew
+# each call (~half of its 1.4–2.5 µs for a journal row's data, two rows a run). No circular
+# check: a row's data is plain values the engine made, never a structure that holds itself.
+_iterencode = c_make_encoder and c_make_encoder(
+    None, json.JSONEncoder().default, encode_basestring_ascii, None, ": ", ", ", False, False, True
+)
+
+
+def _dumps(data: dict[str, Any]) -> str:
+    if _iterencode is None:  # a Python without the json module's C part
+        return json.dumps(data)
+    return "".join(_iterencode(data, 0))
 
 
 def insert(
@@ -32,7 +46,7 @@ def insert(
     cur = tx.db.execute(
         "INSERT INTO events (task_id, kind, from_state, to_state, reason, data, at)"
         " VALUES (?,?,?,?,?,?,?)",
-        (task_id, kind, f, t, reason, json.dumps(data) if data else None, at),
+        (task_id, kind, f, t, reason, _dumps(data) if data else None, at),
     )
     tx.events.append(
         EventRecord(int(cur.lastrowid or 0), task_id, kind, f, t, reason, data or {}, at)
