@@ -18,7 +18,8 @@ import pytest
 
 from tests.procs.children import communicate, read_all
 from tui.procs.keeper import READ_CHUNK, WINDOW
-from tui.procs.keeper_client import _KEEPER, Keeper, KeptChild
+from tui.procs.keeper_client import _KEEPER, Keeper
+from tui.procs.kept_child import KeptChild
 from tui.procs.process import proc_start_time
 from tui.procs.run_env import RunEnv
 

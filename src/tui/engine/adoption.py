@@ -29,7 +29,8 @@ from typing import cast
 from tui.engine.core import EngineCore
 from tui.engine.runner import LocalExecutor, Run, RunHost
 from tui.model.states import State
-from tui.procs.keeper_client import Keeper, KeptChild
+from tui.procs.keeper_client import Keeper
+from tui.procs.kept_child import KeptChild
 from tui.procs.kept_runs import (
     EndedChild,
     KeptRun,

@@ -25,7 +25,7 @@ from tui.engine.runner import Run, RunHost, ended_as
 from tui.engine.workflow import WorkflowError, prepare
 from tui.engine.worktree_runs import in_worktree
 from tui.model.states import UNSUCCESSFUL, State
-from tui.procs.keeper_client import KeptChild
+from tui.procs.kept_child import KeptChild
 from tui.store.db import DiskFullError, Move, RunEndArgs
 from tui.store.records import STDERR, RunStart, TaskRecord
 
