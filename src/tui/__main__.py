@@ -1,5 +1,3 @@
-import sys
+from tui.cli.main import entry
 
-from tui.cli.main import main
-
-sys.exit(main())
+entry()

@@ -32,3 +32,18 @@ def test_run_json_into_head(tui: Tui) -> None:
     done = piped_to_head(tui, "run", str(f), "--json")
     assert done.stdout.startswith(b"{")
     assert b"Traceback" not in done.stderr and b"Exception" not in done.stderr, done.stderr
+
+
+def test_every_line_reaches_a_pipe_before_tui_exits(tui: Tui) -> None:
+    """`tui` leaves without the interpreter's teardown: what it buffered for a pipe is
+    written first, to the last line, and the exit code is the command's."""
+    f = write_tasks(
+        tui.dir / "lines.yaml",
+        [shell_task("lines", "seq 1 100000"), shell_task("bad", "exit 3")],
+    )
+    run = tui("run", str(f), "--json")
+    assert run.returncode == 1, str(run)  # not every task completed
+    assert run.stdout.endswith("}\n") and run.stdout.count("\n") >= 6, str(run)
+    logs = tui("logs", "lines")
+    assert logs.returncode == 0 and logs.stdout.endswith("\n99999\n100000\n"), logs.stderr
+    assert logs.stdout.count("\n") == 100_000

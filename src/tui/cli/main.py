@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from tui import __version__
 
@@ -181,6 +182,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+def entry() -> NoReturn:
+    """The `tui` command (and `python -m tui`): ``main``, then out without tearing the
+    interpreter down when nothing is left to wait for. The teardown — a last garbage
+    collection over every object of the run, then every module freed — was ~40 ms after a
+    1,000-task `tui run` had finished, with its database closed and its output written."""
+    code = main()
+    import threading
+
+    if threading.active_count() > 1:  # a thread still at work: the usual exit joins it
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:  # its reader has gone (`| head`): as the exit would say
+            code = code or 141
+        except (OSError, ValueError):  # closed: nothing of ours is waiting in it
+            pass
+    if "logging" in sys.modules:  # its handlers' buffers, as its exit hook does
+        sys.modules["logging"].shutdown()
+    os._exit(code)
 
 
 def _is_utf8(text: str) -> bool:
