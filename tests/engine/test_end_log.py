@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.engine.test_output_disk_full import small_disk  # noqa: F401  (a fixture)
+from tests.engine.test_stop_disk_full import fill
 from tui.engine.adapter import RunResult
-from tui.engine.end_log import KEEP_BYTES, MAX_RECORD, Ended, EndLog, ends_path
+from tui.engine.end_log import KEEP_BYTES, MAX_RECORD, RESERVE, Ended, EndLog, ends_path
 from tui.model.states import State
 
 
@@ -65,7 +67,8 @@ def test_the_log_starts_empty_once_no_end_is_outstanding_and_it_has_grown(
     for run_id in range(3, 3 + KEEP_BYTES // 100):  # records are longer than 100 bytes
         assert log.write(ended(run_id, 0))
         log.done()
-        sizes.append(path.stat().st_size)
+        sizes.append(len(path.read_bytes().rstrip(b"\0")))  # its lines; zeros follow them
+        assert path.stat().st_size <= KEEP_BYTES + 2 * RESERVE + 1024
     assert 0 in sizes  # emptied on the way
     assert max(sizes) <= KEEP_BYTES + 1024  # once past KEEP_BYTES, by one record at most
     huge = ended(3, 0)
@@ -107,3 +110,17 @@ def test_a_record_holds_every_field_of_the_end(tmp_path: Path) -> None:
     assert log.write(full)
     assert EndLog(path).read() == {7: full}
     log.close()
+
+
+def test_ends_are_recorded_on_a_full_disk(small_disk: Path) -> None:  # noqa: F811
+    """The log keeps room of its own: the ends of a disk that has filled are still kept for
+    the next engine (a kill -9 or a stop then leaves no finished run to be run again)."""
+    path = small_disk / "tui.db-ends"
+    log = EndLog(path)
+    fill(small_disk)
+    count = RESERVE // len(b"x" * 300)  # records are ~300 bytes
+    for run_id in range(1, count // 2):
+        assert log.write(ended(run_id, 0)), run_id
+    log.close()
+    assert list(EndLog(path).read()) == list(range(1, count // 2))
+    (small_disk / "filler").unlink()

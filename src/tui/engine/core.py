@@ -42,6 +42,8 @@ class EngineCore:
     _tasks: dict[str, TaskRecord]  # as the store last returned each
     _running: dict[str, Run]
     _runners: set[asyncio.Task[None]]  # until each has fully finished
+    _stopping: bool  # ``stop`` has begun
+    _ends_left: list[Run]  # ends a full disk refused at the stop, left to the next engine
     _children: dict[str, Children]  # parent id -> its children, in submit order, counted
     _parent: dict[str, str]  # child id -> parent id (a settled record's spec stays unparsed)
     _subtask_dirty: set[str]

@@ -3,8 +3,10 @@ committed: a kill -9 there must not make the next engine run it again.
 
 Once a run's agent has exited and its output has been read to the end, the engine appends one
 line to ``DB-ends`` (the outcome it decided, what the executor said, the run's lines not yet
-stored), then stores those lines and commits the run's end. A plain append, no fsync, no store
-round trip: it has to outlive the engine's process, not the machine. Recovery
+stored), then stores those lines and commits the run's end. A plain write, no fsync, no store
+round trip: it has to outlive the engine's process, not the machine. The file keeps RESERVE
+bytes allocated past its last line, so that an end is recorded on a full disk too: when the
+database refuses it, a kill -9 or a stop (``Engine.stop``) leaves it to the next engine. Recovery
 (``Engine._recover``) finishes each run still open that this file names exactly as the dead
 engine was about to — its lines not stored are stored then, once — instead of closing it as
 interrupted and running it again; then the file starts empty. See docs/daemon.md, "Crash
@@ -74,6 +76,10 @@ MAX_RECORD = 256 * 1024
 # never reused.
 KEEP_BYTES = 64 * 1024
 
+# Bytes allocated past the last line (zeros: no record holds a NUL), so that the ends of a
+# disk that fills are still recorded: dozens of usual ends, a few with many lines not stored.
+RESERVE = 64 * 1024
+
 _RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(RunResult))
 # One encoder for every record: json.dumps with separators builds a new one at each call.
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
@@ -104,13 +110,33 @@ def _as_json(ended: Ended) -> dict[str, object]:
 
 class EndLog:
     """The engine's append-only record of run ends not yet committed; it starts empty again
-    once none is outstanding and it has grown past KEEP_BYTES, so it stays small."""
+    once none is outstanding and it has grown past KEEP_BYTES, so it stays small. Its lines
+    are followed by zeros up to the space allocated (``_end``): RESERVE or more."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self._outstanding = 0
-        self._size = os.fstat(self._fd).st_size
+        self._end = os.fstat(self._fd).st_size
+        # Where the lines stop: at the first zero (none in a record), else the file's end.
+        head = os.pread(self._fd, self._end, 0) if self._end else b""
+        zero = head.find(b"\0")
+        self._size = len(head) if zero < 0 else zero
+        self._allocate(RESERVE)
+
+    def _allocate(self, need: int) -> bool:
+        """At least ``need`` bytes allocated past the lines; False if the disk has not room."""
+        short = self._size + need - self._end
+        if short <= 0:
+            return True
+        grow = max(short, RESERVE)
+        try:
+            os.posix_fallocate(self._fd, self._end, grow)
+        except OSError as e:  # a full disk: what is allocated still serves
+            log.debug("no more room for the end log %s: %s", self.path, e)
+            return False
+        self._end += grow
+        return True
 
     def write(self, ended: Ended) -> bool:
         """Record ``ended``; True if it is there whole (then call ``done`` once it is
@@ -119,17 +145,21 @@ class EndLog:
         if len(line) > MAX_RECORD:
             return False
         size = self._size
+        if not self._allocate(len(line)):  # the disk is full: nothing of it is written
+            log.warning("could not record the end of run %d: the disk is full", ended.run_id)
+            return False
         try:
-            written = os.write(self._fd, line)
-        except OSError as e:  # a full disk: the run is then interrupted if we die now
+            written = os.pwrite(self._fd, line, size)
+        except OSError as e:  # the run is then interrupted if we die now
             log.warning("could not record the end of run %d: %s", ended.run_id, e)
             return False
-        if written < len(line):  # the disk is full: give the room back to the database
+        if written < len(line):  # cannot be in allocated space: leave no part of it
             with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, size)
+                os.pwrite(self._fd, bytes(written), size)
             return False
         self._size += written
         self._outstanding += 1
+        self._allocate(RESERVE)  # the next ends' room, while the disk has it
         return True
 
     def done(self) -> None:
@@ -147,7 +177,7 @@ class EndLog:
         except OSError:
             return {}
         out: dict[int, Ended] = {}
-        for line in text.splitlines():
+        for line in text.replace("\0", "").splitlines():
             with contextlib.suppress(ValueError, TypeError, KeyError):
                 data = json.loads(line)
                 res = data.pop("result")
@@ -160,10 +190,14 @@ class EndLog:
         return out
 
     def clear(self) -> None:
-        """Every run named here is committed now."""
+        """Every run named here is committed now. Zeroed, not truncated: its space stays
+        allocated for the next ends (past a large one's, given back)."""
         with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, bytes(self._size), 0)
             self._size = 0
+            if self._end > KEEP_BYTES + RESERVE:
+                os.ftruncate(self._fd, RESERVE)
+                self._end = RESERVE
 
     def close(self) -> None:
         if self._fd >= 0:

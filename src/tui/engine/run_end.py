@@ -43,6 +43,11 @@ async def _stall(run_id: int) -> None:
     await asyncio.Future()
 
 
+class EndLeft(Exception):
+    """The engine is stopping and a full disk refuses a run's end: its end is left to the
+    next engine, which finishes the run from whatever holds it (``Run.end_held``)."""
+
+
 def _kept_by_keeper(run: Run) -> bool:
     """Whether the run's end outlives this engine without the end log: an adoptable agent's
     keeper keeps its exit and its output not acknowledged until the end is stored and the
@@ -128,8 +133,10 @@ class RunEnd(EngineCore):
         # engine run it again (tui.engine.end_log), unless its keeper keeps the end already.
         kept = _kept_by_keeper(run)
         recorded = not kept and self._record_end(run, outcome, error, stored, result)
+        run.end_held = "keeper" if kept else "log" if recorded else ""
         if _STALL and (recorded or kept):
             await _stall(run.run_id)
+        left = False
         try:
             await self.output.flush()
             if run.kill_reason == "disk_full" and outcome != State.FAILED:
@@ -142,8 +149,10 @@ class RunEnd(EngineCore):
                 except Exception:  # the run row lacks its pid; recovery then leaves it alone
                     log.exception("could not store the process of run %s", run.run_id)
             await self._finish_stored(run, outcome, error, stored, result)
+        except EndLeft:  # in the end log for the next engine, or an interrupted run
+            left = True
         finally:
-            if recorded and self.end_log is not None:
+            if recorded and self.end_log is not None and not left:
                 self.end_log.done()
             self.output.forget(run.run_id)
             if isinstance(run.proc, KeptChild):  # its end is stored: the keeper may forget it
@@ -236,6 +245,15 @@ class RunEnd(EngineCore):
             )
         )  # fmt: skip
 
+    def _end_logged(
+        self, run: Run, outcome: State, error: str, stored: str | None, result: RunResult
+    ) -> bool:
+        """The run's end is in the end log: it was, or it is now (a kept agent's, whose
+        keeper is about to be stopped)."""
+        if run.end_held != "log" and self._record_end(run, outcome, error, stored, result):
+            run.end_held = "log"
+        return run.end_held == "log"
+
     async def _finish_ended(self, ended: Ended) -> None:
         """Recovery: a dead engine's run whose agent had exited and whose end was recorded
         (tui.engine.end_log) ends as it was about to, with its real exit code; the lines it
@@ -318,5 +336,15 @@ class RunEnd(EngineCore):
                 if self.room is not None and self.room.give_back():  # tui.engine.room
                     log.error("%s; the room kept for run ends is given back", e)
                     continue
+                if self._stopping and (
+                    interrupted or self._end_logged(run, outcome, error, stored, result)
+                ):
+                    # Waiting for room would hold the stop (`tui daemon stop`) for as long as
+                    # the disk stays full: the next engine finishes the run from the end log
+                    # (which keeps room of its own), or runs an interrupted one again.
+                    then = "run again" if interrupted else "finished from the end log"
+                    log.error("%s; run %s is left to the next engine (%s)", e, run.run_id, then)
+                    self._ends_left.append(run)
+                    raise EndLeft(run.run_id) from None
                 log.error("%s; run %s ends when it can be stored", e, run.run_id)
                 await asyncio.sleep(DISK_FULL_RETRY)

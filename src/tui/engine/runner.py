@@ -49,6 +49,9 @@ class Run(LineCounter):
     # that ran it: a Ray node died). "shutdown" and "lost" are interrupted attempts, not counted.
     kill_reason: str = ""
     kill_error: str = ""  # why, for "disk_full" (and a "cancel" not by the user)
+    # Who holds the run's end until it is stored, for a next engine: "log" (the end log),
+    # "keeper" (its keeper keeps exit and output), "" (nobody: it would be run again).
+    end_held: str = ""
     runner: asyncio.Task[None] | None = None  # the engine's task carrying the run to its end
     open_questions: set[str] = field(default_factory=set)
     _inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] | None = field(default=None, repr=False)

@@ -116,6 +116,8 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         self._retrying: set[str] = set()  # tasks waiting for an automatic retry
         self._running: dict[str, Run] = {}
         self._runners: set[asyncio.Task[None]] = set()  # until each has fully finished
+        self._stopping = False
+        self._ends_left: list[Run] = []
         self._wake = asyncio.Event()
         # Futures of those waiting for the next change (``wait_settled``): set by
         # ``_changed_now``, a few times a run; a Condition cost a lock taken and given back
@@ -179,6 +181,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         if not self._started:
             return
         self._started = False
+        self._stopping = True
         for loop in self._loops:
             loop.cancel()
         for loop in self._loops:
@@ -192,9 +195,13 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         await self.executor.close()
         await self.output.flush()
         await self.hooks.stop()
-        await self.store.unregister_engine(self.id)
-        if self.end_log is not None:  # every run is ended and committed
-            self.end_log.clear()
+        try:
+            await self.store.unregister_engine(self.id)
+        except DiskFullError as e:  # the next engine sees this one's process gone
+            log.error("%s; the engine's row stays until the next start", e)
+        if self.end_log is not None:
+            if not self._ends_left:  # every run is ended and committed
+                self.end_log.clear()
             self.end_log.close()
             self.end_log = None
         if self.room is not None:
