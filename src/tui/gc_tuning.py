@@ -13,13 +13,9 @@ import gc
 from collections.abc import Callable
 
 YOUNG = 50_000  # allocations between young collections (default 700)
-# `tui run`: a task file's models and records (~50 allocations a task) are made once and
-# kept, then frozen once stored (``freeze_made``); a young pass over them as they were made
-# was ~11 ms of the serial start of a 1,000-task run.
-RUN_YOUNG = 200_000
 
 
-def tune_gc(*, collect: bool = True, young: int = YOUNG) -> Callable[[], None]:
+def tune_gc(*, collect: bool = True) -> Callable[[], None]:
     """Collect less often, and keep what exists now (modules, classes, widgets: all of it
     made at start-up and kept) out of every later full collection. Returns what undoes it,
     for a process that goes on without what it froze (a test that ends an app).
@@ -30,16 +26,10 @@ def tune_gc(*, collect: bool = True, young: int = YOUNG) -> Callable[[], None]:
     if collect:
         gc.collect()
     gc.freeze()
-    gc.set_threshold(young, 20, 100)
+    gc.set_threshold(YOUNG, 20, 100)
 
     def restore() -> None:
         gc.set_threshold(*before)
         gc.unfreeze()
 
     return restore
-
-
-def freeze_made() -> None:
-    """What exists now stays (a run's submitted tasks, kept until it ends): out of every
-    later collection, which then looks only at what the run makes from here on."""
-    gc.freeze()

@@ -257,9 +257,9 @@ _GC_TUNED = ("run", "validate")
 async def _dispatch(args: argparse.Namespace) -> int:
     untune = None
     if args.command in _GC_TUNED:
-        from tui.gc_tuning import RUN_YOUNG, YOUNG, tune_gc
+        from tui.gc_tuning import tune_gc
 
-        untune = tune_gc(collect=False, young=RUN_YOUNG if args.command == "run" else YOUNG)
+        untune = tune_gc(collect=False)
     try:
         handler = getattr(args, "handler", None)
         if handler is None:

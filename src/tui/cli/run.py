@@ -32,7 +32,6 @@ from tui.daemon.service import DaemonRunning, daemon_lock
 from tui.engine import api
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.engine.scheduler import Engine, live_engine_pid
-from tui.gc_tuning import freeze_made
 from tui.model.issues import Issue
 from tui.model.states import ENDED, SATISFIED, State, label
 from tui.model.task import Task
@@ -150,7 +149,6 @@ async def _run_here(engine: Engine, tasks: list[Task], as_json: bool) -> int:
         ):
             following = asyncio.create_task(printer.follow())
             ids = await engine.submit(tasks) if tasks else []
-            freeze_made()  # the submitted tasks, kept till the end: no collection looks again
             scope = set(ids) | set(engine.unsettled_ids())
             if not scope:
                 what = "every stored task is final" if engine.has_tasks else "the database is empty"
