@@ -486,6 +486,12 @@ def main() -> None:
     # `trap … HUP` then never runs).
     signal.signal(signal.SIGHUP, _hangup)
     Keeper(sock).run()
+    # Done: every agent reaped or handed on, every file it wrote closed. Out without the
+    # interpreter's teardown (its start threads, modules): the engine's stop waits for this
+    # exit, the last step of a `tui run`.
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
