@@ -55,7 +55,9 @@ class RunStore:
         the task's earlier runs and every question asked about it."""
         now = time.time()
         deps = deps_of(base, task_id)
-        began = await self._db.call(lambda t: runs.start(t, task_id, engine_id, now, deps))
+        began = await self._db.call(
+            lambda t: runs.start(t, task_id, engine_id, now, deps), quick=True
+        )
         if began is not None:
             with_spec(began.task, base)
         return began
@@ -115,7 +117,7 @@ class RunStore:
         result. Returns the task ``then`` moved (None without one, or if it did not happen)."""
         proc = self._take_process(run_id)
         try:
-            return await self._db.call(self._end_job(run_id, end, time.time(), proc))
+            return await self._db.call(self._end_job(run_id, end, time.time(), proc), quick=True)
         except BaseException:
             self._give_back_process(run_id, proc)
             raise
@@ -139,7 +141,7 @@ class RunStore:
             return ended(t), runs.start(t, task_id, engine_id, now, deps)
 
         try:
-            moved, began = await self._db.call(tx)
+            moved, began = await self._db.call(tx, quick=True)
         except BaseException:
             self._give_back_process(run_id, proc)
             raise
