@@ -83,8 +83,8 @@ class RunStore:
         self._db.ride(lambda t: self._ride_process(t, run_id, proc))
 
     def _ride_process(self, t: Tx, run_id: int, proc: runs.Process) -> None:
-        # On the database thread. Not taken out here: a batch that fails is run again, and
-        # this must then write it again. The run's end takes it out (on the loop).
+        # With the batch (the thread, or the loop: tx). Not taken out here: a batch that fails
+        # is run again, and this must then write it again. The run's end takes it out.
         if self._procs.get(run_id) is proc:
             runs.set_process(t, run_id, *proc)
 

@@ -1,6 +1,7 @@
 """Transactions and group commit: one sqlite3 connection on one dedicated thread.
 
-Every store call is a function ``fn(tx)`` run on the database thread as one transaction
+Every store call is a function ``fn(tx)`` run on the database thread (or, quick writes, the
+loop: below) as one transaction
 (read, check, write, journal), so a state change costs one thread hop, not one per
 statement. Calls made while the thread is busy queue up and go over together: one hop runs
 all of them in call order, consecutive writes sharing one ``BEGIN IMMEDIATE … COMMIT``, each
@@ -12,7 +13,7 @@ A batch of quick writes only (a run's start and end, a task's move: ``call(quick
 run on the loop itself while the thread is idle (see :meth:`Database._run_inline`): the same
 transaction and commit, without the hop. The hop cost more than the batch: a queue wake-up,
 the GIL handed back and forth at every SQLite call while the loop runs, and a wake-up of the
-loop to hear of the result (the DAG's engine process: ~0.6 → ~0.45 s of CPU). It never waits
+loop to hear of the result (the DAG: the store thread ~0.2 s of CPU, the loop +0.07). It never waits
 there: the write lock is tried once (``busy_timeout`` 0) and a batch that meets a lock, or any
 error, goes to the thread as before, where it waits or fails as it always did; SQLite's
 checkpoints (an fsync) stay on the thread (every ``INLINE_COMMITS`` inline commits the next
