@@ -31,8 +31,9 @@ async def _statements(store: Store) -> AsyncIterator[list[str]]:
 
 
 def _writes(seen: list[str]) -> list[str]:
-    """The statements but the transaction's own (BEGIN, COMMIT, savepoints)."""
-    own = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK")
+    """The statements but the transaction's own (BEGIN, COMMIT, savepoints) and the
+    connection's settings (whether the loop or the thread runs it: tui.store.tx)."""
+    own = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK", "PRAGMA")
     return [s.split()[0] + " " + s.split()[1] for s in seen if not s.startswith(own)]
 
 

@@ -36,6 +36,9 @@ from tui.store.tx import Database, Tx, setup
 
 log = logging.getLogger("tui.store")
 
+# Moves in one ``move_many`` that may still be run on the loop (``Database.call(quick=...)``).
+QUICK_MOVES = 64
+
 __all__ = [
     "WAITING_REASON",
     "DatabaseFileError",
@@ -179,7 +182,8 @@ class Store(RunStore):
         move = Move(task_id, expected, to, reason, updates)
         deps, likely = deps_of(base, task_id), likely_of(base, task_id)
         return await self._db.call(
-            lambda t: with_spec(tasks.transition(t, move, now, deps=deps, likely=likely), base)
+            lambda t: with_spec(tasks.transition(t, move, now, deps=deps, likely=likely), base),
+            quick=True,
         )
 
     async def move_many(
@@ -197,7 +201,8 @@ class Store(RunStore):
                     base,
                 )
                 for m, base in moves
-            ]
+            ],
+            quick=len(moves) <= QUICK_MOVES,
         )
 
     async def update_task_record(

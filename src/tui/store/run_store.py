@@ -55,7 +55,9 @@ class RunStore:
         the task's earlier runs and every question asked about it."""
         now = time.time()
         deps = deps_of(base, task_id)
-        began = await self._db.call(lambda t: runs.start(t, task_id, engine_id, now, deps))
+        began = await self._db.call(
+            lambda t: runs.start(t, task_id, engine_id, now, deps), quick=True
+        )
         if began is not None:
             with_spec(began.task, base)
         return began
@@ -81,8 +83,8 @@ class RunStore:
         self._db.ride(lambda t: self._ride_process(t, run_id, proc))
 
     def _ride_process(self, t: Tx, run_id: int, proc: runs.Process) -> None:
-        # On the database thread. Not taken out here: a batch that fails is run again, and
-        # this must then write it again. The run's end takes it out (on the loop).
+        # With the batch (the thread, or the loop: tx). Not taken out here: a batch that fails
+        # is run again, and this must then write it again. The run's end takes it out.
         if self._procs.get(run_id) is proc:
             runs.set_process(t, run_id, *proc)
 
@@ -115,7 +117,7 @@ class RunStore:
         result. Returns the task ``then`` moved (None without one, or if it did not happen)."""
         proc = self._take_process(run_id)
         try:
-            return await self._db.call(self._end_job(run_id, end, time.time(), proc))
+            return await self._db.call(self._end_job(run_id, end, time.time(), proc), quick=True)
         except BaseException:
             self._give_back_process(run_id, proc)
             raise
@@ -139,7 +141,7 @@ class RunStore:
             return ended(t), runs.start(t, task_id, engine_id, now, deps)
 
         try:
-            moved, began = await self._db.call(tx)
+            moved, began = await self._db.call(tx, quick=True)
         except BaseException:
             self._give_back_process(run_id, proc)
             raise

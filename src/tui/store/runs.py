@@ -16,7 +16,7 @@ COLS = (
 )
 
 # A run's process as the engine learnt it: pid, process group, and its start time (a function:
-# it is read on the database thread, /proc of a child in exec can make it wait).
+# it is read with the transaction, not when noted: /proc of a child in exec can make it wait).
 Process = tuple[int, int, int | Callable[[], int | None] | None]
 
 _COUNT_ATTEMPT: tasks.Sets = ("attempts = attempts + 1", ())
