@@ -358,7 +358,11 @@ class Keeper:
         if self._transport is None:
             return
         if not self._outbox:
-            asyncio.get_running_loop().call_soon(self._flush)
+            # Due at once, but a timer: the loop runs it after the callbacks the next turn
+            # begins with, not before them as call_soon would. The runs that the store's
+            # answer resumes end (``forget``) in one turn and start their successors'
+            # spawns in the next: one frame for both, not two (DAG: 659 → 383 frames).
+            asyncio.get_running_loop().call_later(0, self._flush)
         self._outbox.append(msg)
 
     def _flush(self) -> None:
