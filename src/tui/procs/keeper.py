@@ -144,18 +144,23 @@ class Keeper:
             timeout = -1.0
             if self.sock is None and self.afterlife is not None:
                 timeout = self.afterlife.time_left()
-            watched = self.watched
-            for fd, _ in self.epoll.poll(timeout):
-                handler = watched.get(fd)
-                if handler is None:  # unwatched earlier in this turn
-                    continue
-                handler[0](handler[1])
-                if self.finished:
-                    break
+            self._handle(self.epoll.poll(timeout))
+            if self.outbox and not self.finished:
+                self._handle(self.epoll.poll(0))
             self._send()
             if self.orphaned and self.afterlife is not None and not self.finished:
                 self.afterlife.check_done()
         self._send()
+
+    def _handle(self, events: list[tuple[int, int]]) -> None:
+        watched = self.watched
+        for fd, _ in events:
+            handler = watched.get(fd)
+            if handler is None:  # unwatched earlier in this turn
+                continue
+            handler[0](handler[1])
+            if self.finished:
+                return
 
     def watch(self, fd: int, callback: Callable[[Any], None], arg: Any, out: bool = False) -> None:
         """Call ``callback(arg)`` in the loop when ``fd`` is readable (writable if ``out``)."""
