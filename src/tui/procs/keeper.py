@@ -69,6 +69,7 @@ READ_CHUNK = 64 * 1024
 RECV_SIZE = 1 << 20  # the engine's frames: read into one buffer, made once, for that reason
 WINDOW = 1 << 20  # bytes of one stream in flight before the keeper stops reading it
 SPAWN_THREADS = 4
+FS_ENCODING = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())  # os.fsencode's
 
 
 class _Agent:
@@ -230,9 +231,10 @@ class Keeper:
         run_id: int = 0,
         adoptable: bool = False,
     ) -> None:
-        enc = os.fsencode
-        changed = [(enc(k), enc(f"{k}={v}")) for k, v in env_set.items()]
-        env = (self.base_env, changed, [enc(name) for name in env_unset])
+        # os.fsencode's own work, without its checks (the engine sends str): ~2.5 us a spawn.
+        enc, how = FS_ENCODING
+        changed = [(k.encode(enc, how), f"{k}={v}".encode(enc, how)) for k, v in env_set.items()]
+        env = (self.base_env, changed, [os.fsencode(name) for name in env_unset])
         adoptable = adoptable and self.afterlife is not None
         self.starts.put(Start(key, argv, env, cwd, executable, want_stdin, run_id, adoptable))
 
