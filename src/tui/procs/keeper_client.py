@@ -297,7 +297,9 @@ class Keeper:
         key = self._next = self._next + 1
         env_set, env_unset = self._env_diff(env)
         # Relative to our working directory, which is not the keeper's once we chdir.
-        cwd = os.path.join(os.getcwd(), cwd) if cwd is not None else os.getcwd()
+        # An absolute one (a run's, in the DAG) is that already: no getcwd, ~1 us a spawn.
+        if cwd is None or not os.path.isabs(cwd):
+            cwd = os.path.join(os.getcwd(), cwd) if cwd is not None else os.getcwd()
         fut: asyncio.Future[KeptChild] = asyncio.get_running_loop().create_future()
         want_stdin = stdin == subprocess.PIPE
         self._pending[key] = (fut, want_stdin, adoptable)
