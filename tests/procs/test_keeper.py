@@ -163,6 +163,28 @@ async def test_the_identity_is_the_agent_itself(keeper: Keeper) -> None:
     assert (await communicate(proc))[2] == -signal.SIGKILL
 
 
+async def test_a_kept_child_is_heard_at_its_first_output_or_else_at_its_exit(
+    keeper: Keeper,
+) -> None:
+    # A follower with nothing to write to a child makes its readers only once it is heard:
+    # one that prints while it runs must be heard while it runs (its lines shown live), a
+    # quiet one at its exit.
+    talker = await keeper.spawn(["sh", "-c", "echo hi; exec sleep 30"], cwd=None, env=None)
+    try:
+        async with asyncio.timeout(10):
+            await talker.heard()
+        assert talker.returncode is None
+        assert await talker.stdout.read(100) == b"hi\n"
+    finally:
+        os.killpg(talker.pid, signal.SIGKILL)
+    assert (await communicate(talker))[2] == -signal.SIGKILL
+    quiet = await keeper.spawn(["sh", "-c", "exit 3"], cwd=None, env=None)
+    async with asyncio.timeout(10):
+        await quiet.heard()
+    assert quiet.returncode == 3
+    assert await communicate(quiet) == (b"", b"", 3)
+
+
 async def test_many_children_and_large_output_arrive_whole_and_in_order(keeper: Keeper) -> None:
     # 8 MB through each of two streams (far past the keeper's window: it pauses and resumes
     # reading), beside 200 short children.

@@ -120,3 +120,14 @@ async def test_each_agents_start_time_is_the_one_proc_shows(keeper: Keeper) -> N
             assert proc.stdin is not None
             proc.stdin.close()
     assert all(code == 0 for _, _, code in [await _run(p) for p in agents])
+
+
+async def test_an_agent_runs_under_the_default_scheduling_policy(keeper: Keeper) -> None:
+    # The keeper's loop thread runs as SCHED_BATCH (it need not preempt anyone to read a
+    # pipe); an agent must not inherit that: it gets what Popen from the engine gave it.
+    probe = "import os; print(os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)"
+    for _ in range(3):  # more than one start, on more than one start thread
+        proc = await keeper.spawn([sys.executable, "-I", "-S", "-c", probe], cwd=None, env=None)
+        assert await _run(proc) == (f"{os.SCHED_OTHER} 0\n", "", 0)
+    assert keeper.pid is not None
+    assert os.sched_getscheduler(keeper.pid) == os.SCHED_BATCH

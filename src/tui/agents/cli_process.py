@@ -103,6 +103,10 @@ async def follow(
         if started is not None:
             await started()
         pipe_in = proc.stdin if stdin is not None else None
+        if pipe_in is None:
+            # Nothing to write to it: no reader is needed before it prints or exits (a kept
+            # child says which comes first; a quiet command's exit then comes with no task).
+            await proc.heard()
         if proc.returncode is None:
             loop = asyncio.get_running_loop()
             readers.append(loop.create_task(_read(proc.stdout, on_stdout, stdout_bytes, out_end)))
@@ -111,8 +115,8 @@ async def follow(
                 readers.append(loop.create_task(_feed(pipe_in, stdin, close=close_stdin)))
             code = await proc.wait()
         else:
-            # It has exited already (a keeper reports a quick command's start and end in one
-            # frame): its output is read below, here, with no task a stream.
+            # It has exited (before it printed, or before its follower came to read): its
+            # output is read below, here, with no task a stream.
             code = proc.returncode
         # Whatever the CLI started and left behind (shells, servers, `sleep &`) ends with it;
         # until then it would hold the pipes open.

@@ -24,17 +24,16 @@ Imported by keeper.py, which runs as ``python -I -S``: the standard library only
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import os
 import pickle
 import signal
 import socket
 import struct
-import tempfile
 import time
-from typing import TYPE_CHECKING
+
+# Not typing's: importing typing is ~2 ms of every keeper's start (mypy takes the name as it).
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # never at run time: keeper.py runs as __main__ and imports this module
     from tui.procs.keeper import Keeper
@@ -70,6 +69,8 @@ class Kept:
     def _spill(self) -> None:
         try:
             if self.fd < 0:
+                import tempfile  # only once a stream outgrows memory: ~3 ms at the keeper's start
+
                 fd, path = tempfile.mkstemp(prefix="keeper-spill-", dir=self.spill_dir)
                 os.unlink(path)
                 self.fd = fd
@@ -182,6 +183,9 @@ class Afterlife:
         """What the next engine needs to finish these runs, one JSON line each: the run, the
         exit code (None: still running at the deadline, killed), and each stream's bytes
         not acknowledged, from their offset. Written whole, then renamed into place."""
+        import base64  # here, not at the keeper's start: only a keeper left alone writes this
+        import json
+
         agents = self.keeper.agents.values()
         for agent in agents:  # what it left behind ends too, as the engine's would
             with contextlib.suppress(OSError):

@@ -297,7 +297,9 @@ class Keeper:
         key = self._next = self._next + 1
         env_set, env_unset = self._env_diff(env)
         # Relative to our working directory, which is not the keeper's once we chdir.
-        cwd = os.path.join(os.getcwd(), cwd) if cwd is not None else os.getcwd()
+        # An absolute one (a run's, in the DAG) is that already: no getcwd, ~1 us a spawn.
+        if cwd is None or not os.path.isabs(cwd):
+            cwd = os.path.join(os.getcwd(), cwd) if cwd is not None else os.getcwd()
         fut: asyncio.Future[KeptChild] = asyncio.get_running_loop().create_future()
         want_stdin = stdin == subprocess.PIPE
         self._pending[key] = (fut, want_stdin, adoptable)
@@ -358,7 +360,11 @@ class Keeper:
         if self._transport is None:
             return
         if not self._outbox:
-            asyncio.get_running_loop().call_soon(self._flush)
+            # Due at once, but a timer: the loop runs it after the callbacks the next turn
+            # begins with, not before them as call_soon would. The runs that the store's
+            # answer resumes end (``forget``) in one turn and start their successors'
+            # spawns in the next: one frame for both, not two (DAG: 659 → 383 frames).
+            asyncio.get_running_loop().call_later(0, self._flush)
         self._outbox.append(msg)
 
     def _flush(self) -> None:

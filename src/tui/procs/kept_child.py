@@ -24,10 +24,11 @@ PIPE_SIZE = 65536  # Linux's default pipe capacity: the most one read of an agen
 class _FedReader:
     """A stream of a kept child, fed by the keeper's ``out`` messages."""
 
-    def __init__(self, keeper: Keeper, key: int, stream: int) -> None:
+    def __init__(self, keeper: Keeper, key: int, stream: int, child: KeptChild) -> None:
         self._keeper = keeper
         self._key = key
         self._stream = stream
+        self._child = child
         self._chunks: collections.deque[bytes] = collections.deque()
         self._eof = False  # the keeper said so
         self._closed = False
@@ -49,6 +50,7 @@ class _FedReader:
             return
         if data:
             self._chunks.append(data)
+            self._child._hear()
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
@@ -124,9 +126,29 @@ class KeptChild(Child):
         self.lost = False  # the keeper died while this child ran
         self.adoptable = False  # it outlives a dead engine, for the next one (Keeper.setup)
         self._released = False
-        self.out = _FedReader(keeper, key, 1)
-        self.err = _FedReader(keeper, key, 2)
+        self._heard: asyncio.Future[None] | None = None  # heard() waits on it
+        self.out = _FedReader(keeper, key, 1, self)
+        self.err = _FedReader(keeper, key, 2, self)
         super().__init__(pid, _KeptStdin(keeper, key) if stdin else None, self.out, self.err)
+
+    async def heard(self) -> None:
+        # A quiet command (most of a DAG's) exits before it prints: its follower then reads
+        # its streams itself, and no reader task is made for either (~20 us a run).
+        if self.returncode is not None or self.out._chunks or self.err._chunks:
+            return
+        self._heard = asyncio.get_running_loop().create_future()
+        try:
+            await self._heard
+        finally:
+            self._heard = None
+
+    def _hear(self) -> None:
+        if self._heard is not None and not self._heard.done():
+            self._heard.set_result(None)
+
+    def _exit(self, code: int) -> None:
+        super()._exit(code)
+        self._hear()
 
     def identity(self) -> ProcIdentity:
         return ProcIdentity(pid=self.pid, pgid=self.pid, start_time=self._start)

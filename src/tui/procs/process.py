@@ -241,6 +241,10 @@ class Child:
             self._exited = asyncio.get_running_loop().create_future()
         return await asyncio.shield(self._exited)
 
+    async def heard(self) -> None:
+        """Return once the child has exited or has output to read, whichever is first (a
+        follower with nothing to write to it needs no reader until then). Here: at once."""
+
     def identity(self) -> ProcIdentity:
         """Who this child is, pid reuse aside (start time 0: it was never seen alive)."""
         raise NotImplementedError
