@@ -21,6 +21,7 @@ def on_gc(phase, info):
     if phase == "start":
         seen["after" if seen["loaded"] else "launch"] += 1
 import tui.config.task_files as tf
+import tui.gc_tuning  # what main imports to hold the collector: compiled first if stale
 load = tf.load_files
 def loaded(*a, **k):
     r = load(*a, **k)
@@ -68,3 +69,16 @@ def test_hold_then_settle_freezes_what_was_built_and_restore_undoes_both() -> No
     finally:
         restore()
     assert gc.isenabled() and gc.get_threshold() == before and gc.get_freeze_count() == 0
+    settle_gc()  # not held: a command that never held (`tui task`) keeps the defaults
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_a_caller_that_had_the_collector_off_gets_it_back_off() -> None:
+    gc.disable()
+    try:
+        restore = hold_gc()
+        settle_gc()
+        restore()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
