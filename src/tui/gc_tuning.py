@@ -33,3 +33,45 @@ def tune_gc(*, collect: bool = True) -> Callable[[], None]:
         gc.unfreeze()
 
     return restore
+
+
+_held = False  # between hold_gc and settle_gc (or hold_gc's undo)
+
+
+def hold_gc() -> Callable[[], None]:
+    """No collection at all while a command builds what it keeps (`tui run`: its modules, a
+    task file's tasks), until ``settle_gc``; returns what undoes it (and ``settle_gc``'s
+    tuning). A young collection mid-launch walked every task built so far (~8 ms for 1,001
+    tasks), ~30 default ones before it ~3.5 ms more; the launch's cyclic garbage is ~1,000
+    objects (classes, argparse's formatters) whatever the file's size, so holding costs no
+    memory that grows."""
+    global _held
+    before = gc.get_threshold()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    _held = True
+
+    def restore() -> None:
+        global _held
+        _held = False
+        gc.set_threshold(*before)
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
+
+    return restore
+
+
+def settle_gc() -> None:
+    """What exists now is kept to the end (``hold_gc``): freeze it out of every later
+    collection, and collect rarely from here on (``tune_gc``'s thresholds). Does nothing
+    unless held, and once."""
+    global _held
+    if not _held:
+        return
+    _held = False
+    gc.freeze()
+    gc.set_threshold(YOUNG, 20, 100)
+    gc.enable()

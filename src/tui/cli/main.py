@@ -141,6 +141,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not argv or argv[0].startswith("--db") or argv[0] in ("--no-mouse", "--fps", "--foreground"):
         argv.insert(0, "open")  # `tui` alone opens the app
+    untune = None
+    if argv[0] in _GC_TUNED:  # from the first import on: see hold_gc
+        from tui.gc_tuning import hold_gc
+
+        untune = hold_gc()
+    try:
+        return _main(argv)
+    finally:
+        if untune is not None:
+            untune()
+
+
+def _main(argv: list[str]) -> int:
     from tui.cli.task import split_task_args
 
     argv, task_args = split_task_args(argv)
@@ -251,15 +264,12 @@ _HANDLERS = {
 
 # Commands that build many objects at once (modules, a task file's tasks) and then run an
 # engine: the collector's young passes over all of that were ~10% of `tui run`'s start-up.
+# They hold the collector from their first import until the command settles it (tui.cli.run:
+# the tasks loaded), and always before the handler returns.
 _GC_TUNED = ("run", "validate")
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    untune = None
-    if args.command in _GC_TUNED:
-        from tui.gc_tuning import tune_gc
-
-        untune = tune_gc(collect=False)
     try:
         handler = getattr(args, "handler", None)
         if handler is None:
@@ -269,8 +279,6 @@ async def _dispatch(args: argparse.Namespace) -> int:
             handler = getattr(importlib.import_module(f"tui.cli.{module}"), name)
         return await handler(args)
     finally:
-        if untune is not None:
-            untune()
         if (common := sys.modules.get("tui.cli.common")) is not None:
             common.flush_transitions()  # lines still held for their batch
 

@@ -32,6 +32,7 @@ from tui.daemon.service import DaemonRunning, daemon_lock
 from tui.engine import api
 from tui.engine.events import Cursor, Notice, OutputBatch, advance
 from tui.engine.scheduler import Engine, live_engine_pid
+from tui.gc_tuning import settle_gc
 from tui.model.issues import Issue
 from tui.model.states import ENDED, SATISFIED, State, label
 from tui.model.task import Task
@@ -47,6 +48,7 @@ def _print_warnings(warnings: list[Issue]) -> None:
 async def cmd_validate(args: argparse.Namespace) -> int:
     # raises TaskFileError with every problem
     result = load_files(args.files)
+    settle_gc()
     _print_warnings(result.warnings)
     print(f"ok: {len(result.tasks)} task(s) valid")
     return 0
@@ -87,6 +89,7 @@ async def run_tasks(store: Store, tasks: list[Task], args: argparse.Namespace) -
     """Run ``tasks`` (and what the database left unfinished) until final: here, serving the
     database's socket as the daemon does, or through whoever already serves it (the daemon, a
     foreground `tui run`). ``args``: concurrency, shell, manual_approve, json."""
+    settle_gc()  # the launch's objects are built: kept out of the run's collections
     # New tasks wait for `tui approve` with --manual-approve, whoever runs them.
     approved = False if args.manual_approve else None
     remote = await attach(store.path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from enum import StrEnum
 from typing import Any
 
@@ -12,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_seriali
 from tui.model.agent_kinds import AGENT_TYPES, DEFAULT_TYPE, check_max_turns
 from tui.model.choices import one_of, required_text
 from tui.model.duration import format_duration, parse_duration
-from tui.model.factories import new_dict, new_list
+from tui.model.factories import new_dict, new_list, new_task_id
 from tui.model.output_format import OutputFormat
 from tui.model.resources import Resources
 from tui.model.secrets import refuse_secrets
@@ -221,7 +220,7 @@ def _worktree_in(value: Any) -> Any:
 
 
 class Task(_Model):
-    id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    id: str = Field(default_factory=new_task_id)
     parent_task_id: str = ""
     name: str
     description: str = ""
