@@ -161,3 +161,19 @@ def test_a_failed_task_with_spaces_and_newlines_in_its_name_fails_the_run(tui: T
         assert refused.returncode == 2 and "has characters an id may not have" in refused.stderr
     finally:
         tui("daemon", "stop")
+
+
+def test_a_task_final_as_it_is_handed_over_still_has_its_transitions_printed(tui: Tui) -> None:
+    """A task may be final before `tui run` first asks the daemon (a quick one under load; one
+    whose dependency failed is at once): the run was not "nothing to run" with nothing shown."""
+    assert tui("daemon", "start").returncode == 0
+    first = tui("run", str(write_tasks(tui.dir / "a.yaml", [shell_task("bad", "exit 3")])))
+    assert first.returncode == 1, str(first)
+    bad = tui.by_name()["bad"]["id"]
+    f = write_tasks(tui.dir / "b.yaml", [shell_task("after", "true", depends_on=[bad])])
+    res = tui("run", str(f))
+    assert "nothing to run" not in res.stderr, str(res)
+    shown = [line for line in res.stdout.splitlines() if " after " in line]
+    assert [line.split("→")[1].split()[0] for line in shown] == ["pending", "cancelled"], str(res)
+    assert tui.state_of("after") == "CANCELLED", tui.by_name()["after"]
+    assert res.returncode == 1, str(res)  # not every task completed

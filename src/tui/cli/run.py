@@ -268,7 +268,9 @@ async def _run_via_server(
     else:
         scope = {r.id for r in await remote.list_tasks() if not r.settled}
     records = await remote.get_many(scope)
-    if not scope or all(r.settled for r in records):
+    # Tasks just handed over are followed even if they are final already (a quick one may be
+    # done before this asks): their transitions are printed from the stream, from `since`.
+    if not scope or (not tasks and all(r.settled for r in records)):
         print("nothing to run: every stored task is final", file=sys.stderr)
         return 0
     names = {r.id: r.name for r in records}
