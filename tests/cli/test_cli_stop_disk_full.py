@@ -109,8 +109,11 @@ def test_a_daemon_stopped_on_a_full_disk_returns_and_the_next_ends_the_run_once(
     wait_until(lambda: WAITING in log.read_text(), "second's end waits for room")
     assert side.read_text().split() == ["first", "second"]
 
+    # Its agent has exited: a stop interrupts nothing of it, so it needs no --yes.
+    (ending,) = json.loads(tui("daemon", "status", "--json").stdout)["running_tasks"]
+    assert (ending["name"], ending["ending"]) == ("second", True), ending
     # Was: the stop waited for as long as the disk stayed full (and gave up after 30 s).
-    stop = tui("daemon", "stop", "--yes", timeout=20)
+    stop = tui("daemon", "stop", timeout=20)
     assert (stop.returncode, stop.stdout.strip()) == (0, f"tui daemon (pid {pid}) stopped"), stop
     assert "left to the next engine (finished from the end log)" in log.read_text()
     _, errs = follow.communicate(timeout=20)  # the follower leaves with its daemon

@@ -131,9 +131,12 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
 
 
 async def _running_names(owner: Any) -> list[str]:
-    """The names of the tasks the daemon runs now ([] when it cannot say: stop it anyway)."""
+    """The names of the tasks a stop would interrupt ([] when it cannot say: stop it anyway).
+    Not those whose agent has exited and whose end waits for room on a full disk: the next
+    start stores their end, and runs nothing again."""
     try:
-        return [r["name"] for r in (await owner.status()).model_dump()["running_tasks"]]
+        running = (await owner.status()).model_dump()["running_tasks"]
+        return [r["name"] for r in running if not r["ending"]]
     except Exception:  # a daemon that cannot answer (its database gone, say) is still stopped
         return []
 
@@ -157,7 +160,10 @@ def _confirmed(pid: int, running: list[str]) -> bool:
 
 def _human(s: dict[str, Any]) -> str:
     running = s["running_tasks"]
-    names = ", ".join(r["name"] for r in running[:5]) + (" …" if len(running) > 5 else "")
+    names = ", ".join(
+        r["name"] + (" (ended; its end waits for room on a full disk)" if r["ending"] else "")
+        for r in running[:5]
+    ) + (" …" if len(running) > 5 else "")
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s["started_at"]))
     who = "tui (foreground `tui run` or app)" if s.get("foreground") else "tui daemon"
     return "\n".join(

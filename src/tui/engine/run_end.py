@@ -347,4 +347,5 @@ class RunEnd(EngineCore):
                     self._ends_left.append(run)
                     raise EndLeft(run.run_id) from None
                 log.error("%s; run %s ends when it can be stored", e, run.run_id)
+                run.waiting_room = True
                 await asyncio.sleep(DISK_FULL_RETRY)
