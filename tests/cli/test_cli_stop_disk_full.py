@@ -78,9 +78,11 @@ def _left_behind(tui: Tui, daemons: list[int]) -> list[int]:
     return found
 
 
+@pytest.mark.parametrize("restart", ["daemon start", "run"])
 def test_a_daemon_stopped_on_a_full_disk_returns_and_the_next_ends_the_run_once(
-    tui: Tui, disk: Path
+    tui: Tui, disk: Path, restart: str
 ) -> None:
+    """Then space comes back, and `tui daemon start` or `tui run` (no file) takes over."""
     tui.db = disk / "tui.db"
     side = tui.dir / "side-effects"  # off the small disk: it must not be what fills it
     mark = tui.marker()
@@ -123,19 +125,27 @@ def test_a_daemon_stopped_on_a_full_disk_returns_and_the_next_ends_the_run_once(
     assert _left_behind(tui, [pid]) == []
 
     (disk / "filler").unlink()
-    assert tui("daemon", "start").returncode == 0
-    again = json.loads(tui("daemon", "status", "--json").stdout)["pid"]
-    wait_until(lambda: tui.state_of("second") != "RUNNING", "the next daemon ends second")
+    daemons = [pid]
+    if restart == "daemon start":
+        assert tui("daemon", "start").returncode == 0
+        daemons.append(json.loads(tui("daemon", "status", "--json").stdout)["pid"])
+        wait_until(lambda: tui.state_of("second") != "RUNNING", "the next daemon ends second")
+        stop = tui("daemon", "stop", timeout=20)  # nothing running: no --yes needed
+        assert stop.returncode == 0, stop
+    else:  # no file: it carries on what the database holds, in the foreground
+        carry = tui("run", timeout=30)
+        # second was unfinished when it began: its end is this run's outcome (was: exit 0,
+        # "nothing to run: every stored task is final" after printing second's failure).
+        assert "second" in carry.stdout and "running → failed" in carry.stdout, carry
+        assert (carry.returncode, carry.stderr.splitlines()[-1]) == (1, "1 task: 1 failed"), carry
+    beside = sorted(p.name for p in disk.iterdir())  # before this test's reads make a -wal
+    assert beside == ["tui.db", "tui.db-ends"], beside  # no DB-room, no DB-kept-*
     second = tui.by_name()["second"]
     # A kept shell agent: its keeper held the lines the full disk refused, so the run fails
     # saying so (as it would have had the daemon waited for room), and is not run again.
     assert (second["state"], second["attempts"]) == ("FAILED", 1), second
     assert "database disk is full" in second["reason"], second
     assert tui.sql("SELECT COUNT(*) FROM runs WHERE task_id = ?", (second["id"],)) == [(1,)]
-    stop = tui("daemon", "stop", timeout=20)  # nothing running: no --yes needed
-    assert stop.returncode == 0, stop
-    beside = sorted(p.name for p in disk.iterdir())  # before this test's reads make a -wal
-    assert beside == ["tui.db", "tui.db-ends"], beside  # no DB-room, no DB-kept-*
     assert side.read_text().split() == ["first", "second"]  # each ran once
-    assert _left_behind(tui, [pid, again]) == []
+    assert _left_behind(tui, daemons) == []
     assert (disk / "tui.db-ends").read_bytes().strip(b"\0") == b""  # every end is stored
