@@ -117,6 +117,7 @@ def test_a_daemon_stopped_on_a_full_disk_returns_and_the_next_ends_the_run_once(
     # Was: the stop waited for as long as the disk stayed full (and gave up after 30 s).
     stop = tui("daemon", "stop", timeout=20)
     assert (stop.returncode, stop.stdout.strip()) == (0, f"tui daemon (pid {pid}) stopped"), stop
+    assert "second: ended, but the full disk refused to store the end" in stop.stderr, stop
     assert "left to the next engine (finished from the end log)" in log.read_text()
     _, errs = follow.communicate(timeout=20)  # the follower leaves with its daemon
     assert (follow.returncode, errs.splitlines()[-1]) == (1, "tui: the daemon was stopped"), errs
