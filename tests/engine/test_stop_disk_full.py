@@ -7,11 +7,13 @@ import asyncio
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import shell_task
 from tests.engine.test_output_disk_full import small_disk  # noqa: F401  (a fixture)
+from tui.engine import run_end
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.store.db import Store
@@ -52,6 +54,7 @@ async def test_a_stop_leaves_an_end_the_full_disk_refused_to_the_next_engine(
     them. Kept (a shell agent, whose keeper held its lines): those lines were refused, so it
     fails saying so, as it would have had the engine waited for room — run once either way."""
     monkeypatch.setenv("TUI_KEEPER", keeper)
+    monkeypatch.setattr(run_end, "DISK_FULL_RETRY", 0.01)
     caplog.set_level(logging.ERROR, logger="tui.engine.run_end")
     side = tmp_path / "side-effects"  # off the small disk: it must not be what fills it
     gates = {n: tmp_path / f"go-{n}" for n in ("first", "second")}
@@ -76,6 +79,16 @@ async def test_a_stop_leaves_an_end_the_full_disk_refused_to_the_next_engine(
         fill(small_disk)  # and now there is none at all
         writers["second"].close()
         await _until("the second run's end waiting for room", lambda: WAITING in caplog.text)
+        tries = []
+        end_run = store.end_run
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            tries.append(args)
+            return end_run(*args, **kwargs)
+
+        monkeypatch.setattr(store, "end_run", counted)
+        await _until("three more tries to store it", lambda: len(tries) >= 3)
+        assert caplog.text.count(WAITING) == 1  # said once, not at each try
         async with asyncio.timeout(30):  # was: for as long as the disk stayed full
             await engine.stop()
         assert side.read_text().split() == ["first", "second"]

@@ -93,9 +93,10 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
         return 0
     if args.daemon_command == "stop":
         owner = await lifecycle.attach(db, any_version=True)
+        ending: list[str] = []
         if owner is not None:
             try:
-                busy = [] if owner.foreground else await _running_names(owner)
+                busy, ending = ([], []) if owner.foreground else await _running_names(owner)
             finally:
                 await owner.aclose()
             if owner.foreground:
@@ -111,6 +112,11 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
             print("no tui daemon running")
         else:
             print(f"tui daemon (pid {pid}) stopped")
+        if ending:  # `tui ls` still shows them running: say why, and what ends them
+            err(
+                f"{_names(ending)}: ended, but the full disk refused to store the end; the "
+                "next start (`tui daemon start`, `tui run`) stores it, and runs nothing again"
+            )
         return 0
     remote = await lifecycle.attach(db, any_version=True)
     if remote is None:
@@ -130,16 +136,25 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _running_names(owner: Any) -> list[str]:
-    """The names of the tasks the daemon runs now ([] when it cannot say: stop it anyway)."""
+async def _running_names(owner: Any) -> tuple[list[str], list[str]]:
+    """The names of the tasks a stop would interrupt ([] when it cannot say: stop it anyway),
+    and of those whose agent has exited and whose end waits for room on a full disk: the next
+    start stores their end, and runs nothing again."""
     try:
-        return [r["name"] for r in (await owner.status()).model_dump()["running_tasks"]]
+        running = (await owner.status()).model_dump()["running_tasks"]
     except Exception:  # a daemon that cannot answer (its database gone, say) is still stopped
-        return []
+        return [], []
+    return [r["name"] for r in running if not r["ending"]], [
+        r["name"] for r in running if r["ending"]
+    ]
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
 
 
 def _confirmed(pid: int, running: list[str]) -> bool:
-    names = ", ".join(running[:5]) + (" …" if len(running) > 5 else "")
+    names = _names(running)
     what = (
         f"{len(running)} task(s) running in the tui daemon (pid {pid}): {names}. Stopping "
         "interrupts them; they run again (claude resuming its session) when the daemon next "
@@ -157,7 +172,10 @@ def _confirmed(pid: int, running: list[str]) -> bool:
 
 def _human(s: dict[str, Any]) -> str:
     running = s["running_tasks"]
-    names = ", ".join(r["name"] for r in running[:5]) + (" …" if len(running) > 5 else "")
+    names = ", ".join(
+        r["name"] + (" (ended; its end waits for room on a full disk)" if r["ending"] else "")
+        for r in running[:5]
+    ) + (" …" if len(running) > 5 else "")
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s["started_at"]))
     who = "tui (foreground `tui run` or app)" if s.get("foreground") else "tui daemon"
     return "\n".join(

@@ -275,6 +275,7 @@ class DaemonServer:
         # Stopping the daemon would interrupt an agent waiting for an answer too.
         live = self.engine.running_ids()
         running = [r for r in tasks if r.id in live or r.state == State.RUNNING]
+        ending = self.engine.ending_ids()
         return api.StatusReply(
             protocol=wire.PROTOCOL,
             pid=os.getpid(),
@@ -283,7 +284,9 @@ class DaemonServer:
             log=str(self.paths.log),
             started_at=self.started_at,
             uptime=time.time() - self.started_at,
-            running_tasks=[api.RunningTask(id=r.id, name=r.name) for r in running],
+            running_tasks=[
+                api.RunningTask(id=r.id, name=r.name, ending=r.id in ending) for r in running
+            ],
             tasks=len(tasks),
             viewers=len(self._streams),
             foreground=self.foreground,

@@ -130,6 +130,8 @@ class RunningTask(BaseModel):
 
     id: str
     name: str
+    # Its agent has exited and its end waits for room on a full disk (an older daemon: False).
+    ending: bool = False
 
 
 class StatusReply(Reply):

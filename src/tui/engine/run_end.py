@@ -346,5 +346,7 @@ class RunEnd(EngineCore):
                     log.error("%s; run %s is left to the next engine (%s)", e, run.run_id, then)
                     self._ends_left.append(run)
                     raise EndLeft(run.run_id) from None
-                log.error("%s; run %s ends when it can be stored", e, run.run_id)
+                if not run.waiting_room:  # once, not at each try: a disk may stay full for hours
+                    log.error("%s; run %s ends when it can be stored", e, run.run_id)
+                run.waiting_room = True
                 await asyncio.sleep(DISK_FULL_RETRY)

@@ -52,6 +52,9 @@ class Run(LineCounter):
     # Who holds the run's end until it is stored, for a next engine: "log" (the end log),
     # "keeper" (its keeper keeps exit and output), "" (nobody: it would be run again).
     end_held: str = ""
+    # Its agent has exited and its end waits for room on a full disk: a stop interrupts
+    # nothing of it (the next engine finishes it, tui.engine.run_end).
+    waiting_room: bool = False
     runner: asyncio.Task[None] | None = None  # the engine's task carrying the run to its end
     open_questions: set[str] = field(default_factory=set)
     _inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] | None = field(default=None, repr=False)

@@ -398,6 +398,11 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         their agent waits (a question asked with `tui ask`: READY, its process alive)."""
         return set(self._running)
 
+    def ending_ids(self) -> set[str]:
+        """Of those, the tasks whose agent has exited and whose end waits for room on a full
+        disk: stopping the engine interrupts nothing of theirs (tui.engine.run_end)."""
+        return {task_id for task_id, run in self._running.items() if run.waiting_room}
+
     def settled(self, task_id: str) -> bool:
         """Nothing more will happen to this task without a person."""
         return self._tasks[task_id].settled
