@@ -303,3 +303,25 @@ async def test_tasks_inserted_queued_journal_as_if_moved_after_their_insert(
         (ids[1], "state", "PENDING", "QUEUED"),
     ]
     con.close()
+
+
+async def test_new_tasks_journal_rows_reach_listeners_as_stored(store: Store) -> None:
+    """A batch's journal rows (written by one statement) are heard with the ids and in the
+    order the journal keeps them, even when ids were used by rows no longer there."""
+    seen: list[EventRecord] = []
+    store.on_event = seen.append
+    await store.insert_tasks([_task("before")], approved=True)
+    # Rows that were written and then went: the journal's ids never go back.
+    await store._db.call(lambda t: t.db.execute("DELETE FROM events"))
+    seen.clear()
+    batch = [_task(f"t{i}") for i in range(4)]
+    queued = {batch[1].id, batch[3].id}
+    await store.insert_tasks(batch, approved=True, queued=queued, queued_reason="ready")
+    stored = await store.read_events()
+    assert seen == stored
+    assert [(ev.task_id, ev.to_state) for ev in seen] == [
+        *((t.id, State.PENDING.value) for t in batch),
+        (batch[1].id, State.QUEUED.value),
+        (batch[3].id, State.QUEUED.value),
+    ]
+    assert seen[0].id > 1  # after the deleted row's id

@@ -82,6 +82,7 @@ class Tx:
         return rows
 
     event = journal.insert  # t.event(task_id, kind, from, to, reason, data, at)
+    events_many = journal.insert_many  # t.events_many([(task_id, kind, ...), ...])
 
 
 # (the transaction's function, whether it writes, its caller's future, what to call with its
