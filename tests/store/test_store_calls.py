@@ -4,6 +4,7 @@ that fails changes nothing and takes nothing else down, and the journal follows 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -325,3 +326,14 @@ async def test_new_tasks_journal_rows_reach_listeners_as_stored(store: Store) ->
         (batch[3].id, State.QUEUED.value),
     ]
     assert seen[0].id > 1  # after the deleted row's id
+
+
+def test_the_journals_quick_event_record_is_the_dataclass_one() -> None:
+    """``EventRecord.made`` (the journal's writes) fills every field, as the constructor does:
+    a field added to the record without it would fail here, not go missing."""
+    args = (7, "t", "state", "pending", "queued", "ready", {"name": "a"}, 1.5)
+    made, built = EventRecord.made(*args), EventRecord(*args)
+    assert made == built and repr(made) == repr(built)
+    assert list(vars(made)) == [f.name for f in dataclasses.fields(EventRecord)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.reason = "changed"  # type: ignore[misc]

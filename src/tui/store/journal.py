@@ -49,7 +49,7 @@ def insert(
         (task_id, kind, f, t, reason, _dumps(data) if data else None, at),
     )
     tx.events.append(
-        EventRecord(int(cur.lastrowid or 0), task_id, kind, f, t, reason, data or {}, at)
+        EventRecord.made(int(cur.lastrowid or 0), task_id, kind, f, t, reason, data or {}, at)
     )
 
 
@@ -84,7 +84,7 @@ def insert_many(tx: Tx, rows: list[Row]) -> None:
     (last,) = tx.one("SELECT last_insert_rowid()")
     first = int(last) - len(args) + 1
     tx.events += [
-        EventRecord(first + i, a[0], a[1], a[2], a[3], a[4], r[5] or {}, a[6])
+        EventRecord.made(first + i, a[0], a[1], a[2], a[3], a[4], r[5] or {}, a[6])
         for i, (a, r) in enumerate(zip(args, rows, strict=True))
     ]
 
