@@ -4,6 +4,7 @@ that fails changes nothing and takes nothing else down, and the journal follows 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -303,3 +304,36 @@ async def test_tasks_inserted_queued_journal_as_if_moved_after_their_insert(
         (ids[1], "state", "PENDING", "QUEUED"),
     ]
     con.close()
+
+
+async def test_new_tasks_journal_rows_reach_listeners_as_stored(store: Store) -> None:
+    """A batch's journal rows (written by one statement) are heard with the ids and in the
+    order the journal keeps them, even when ids were used by rows no longer there."""
+    seen: list[EventRecord] = []
+    store.on_event = seen.append
+    await store.insert_tasks([_task("before")], approved=True)
+    # Rows that were written and then went: the journal's ids never go back.
+    await store._db.call(lambda t: t.db.execute("DELETE FROM events"))
+    seen.clear()
+    batch = [_task(f"t{i}") for i in range(4)]
+    queued = {batch[1].id, batch[3].id}
+    await store.insert_tasks(batch, approved=True, queued=queued, queued_reason="ready")
+    stored = await store.read_events()
+    assert seen == stored
+    assert [(ev.task_id, ev.to_state) for ev in seen] == [
+        *((t.id, State.PENDING.value) for t in batch),
+        (batch[1].id, State.QUEUED.value),
+        (batch[3].id, State.QUEUED.value),
+    ]
+    assert seen[0].id > 1  # after the deleted row's id
+
+
+def test_the_journals_quick_event_record_is_the_dataclass_one() -> None:
+    """``EventRecord.made`` (the journal's writes) fills every field, as the constructor does:
+    a field added to the record without it would fail here, not go missing."""
+    args = (7, "t", "state", "pending", "queued", "ready", {"name": "a"}, 1.5)
+    made, built = EventRecord.made(*args), EventRecord(*args)
+    assert made == built and repr(made) == repr(built)
+    assert list(vars(made)) == [f.name for f in dataclasses.fields(EventRecord)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.reason = "changed"  # type: ignore[misc]

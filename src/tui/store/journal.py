@@ -49,8 +49,44 @@ def insert(
         (task_id, kind, f, t, reason, _dumps(data) if data else None, at),
     )
     tx.events.append(
-        EventRecord(int(cur.lastrowid or 0), task_id, kind, f, t, reason, data or {}, at)
+        EventRecord.made(int(cur.lastrowid or 0), task_id, kind, f, t, reason, data or {}, at)
     )
+
+
+# One journal row as :func:`insert` takes it: (task_id, kind, from, to, reason, data, at).
+Row = tuple[str, str, State | None, State | None, str, dict[str, Any] | None, float]
+
+
+def insert_many(tx: Tx, rows: list[Row]) -> None:
+    """Append journal rows in this order, by one statement (``Tx.events_many``): a batch of
+    new tasks writes two a task. Their ids are the last one's and those before it: the
+    table's AUTOINCREMENT gives each new row the largest id it ever had plus one, so one
+    statement's rows (the write lock held) take consecutive ids."""
+    if not rows:
+        return
+    args = [
+        (
+            tid,
+            kind,
+            _VALUES[f] if f else None,
+            _VALUES[to] if to else None,
+            reason,
+            _dumps(data) if data else None,
+            at,
+        )
+        for tid, kind, f, to, reason, data, at in rows
+    ]
+    tx.db.executemany(
+        "INSERT INTO events (task_id, kind, from_state, to_state, reason, data, at)"
+        " VALUES (?,?,?,?,?,?,?)",
+        args,
+    )
+    (last,) = tx.one("SELECT last_insert_rowid()")
+    first = int(last) - len(args) + 1
+    tx.events += [
+        EventRecord.made(first + i, a[0], a[1], a[2], a[3], a[4], r[5] or {}, a[6])
+        for i, (a, r) in enumerate(zip(args, rows, strict=True))
+    ]
 
 
 def read(t: Tx, after_id: int, limit: int) -> list[EventRecord]:

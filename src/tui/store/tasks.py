@@ -171,56 +171,55 @@ def insert(
             + " (continue them with `tui run` and no file, or `tui retry ID`)"
         )
     (seq,) = t.one("SELECT COALESCE(MAX(submit_seq), 0) FROM tasks")
+    rows = []
     out = []
     deps: list[tuple[str, str]] = []  # one statement for the batch (most tasks have none)
     queued = set(queued)
-    for i, task in enumerate(tasks, start=1):
-        state, reason = (State.QUEUED, queued_reason) if task.id in queued else (State.PENDING, "")
-        t.db.execute(
-            "INSERT INTO tasks (id, name, spec, state, reason, priority_rank, submit_seq,"
-            " approved, parent_task_id, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    flag = int(approved)
+    pending, ready = (State.PENDING, ""), (State.QUEUED, queued_reason)
+    # Rows built first and written by one statement each (tasks, journal, deps), in the order
+    # the per-task statements wrote them: the same rows and rowids, ~1 µs a row less.
+    for i, task in enumerate(tasks, start=seq + 1):
+        tid, name, after = task.id, task.name, task.depends_on
+        state, reason = ready if tid in queued else pending
+        rows.append(
             (
-                task.id,
-                task.name,
+                tid,
+                name,
                 task.model_dump_json(),
-                state.value,
+                VALUES[state],
                 reason,
                 priority_rank(task.priority),
-                seq + i,
-                int(approved),
+                i,
+                flag,
                 task.parent_task_id,
                 now,
                 now,
-            ),
-        )
-        deps += [(task.id, d) for d in task.depends_on]
-        t.event(task.id, "submitted", None, State.PENDING, "submitted", {"name": task.name}, now)
-        out.append(
-            TaskRecord(
-                id=task.id,
-                name=task.name,
-                spec=task,
-                state=state,
-                reason=reason,
-                approved=approved,
-                attempts=0,
-                attempt_base=0,
-                retry_at=None,
-                cost_usd=0.0,
-                tokens_in=0,
-                tokens_out=0,
-                rejection_comment="",
-                question_json=None,
-                result=None,
-                created_at=now,
-                updated_at=now,
-                submit_seq=seq + i,
-                depends_on=list(dict.fromkeys(task.depends_on)),
             )
         )
-    for rec in out:
-        if rec.state == State.QUEUED:
-            t.event(rec.id, "state", State.PENDING, State.QUEUED, queued_reason, None, now)
+        if after:
+            deps += [(tid, d) for d in after]
+        # Positional, in TaskRecord's field order: keywords cost twice as much (1,000 a batch).
+        out.append(
+            TaskRecord(
+                tid, name, task, state, reason, approved, 0, 0, None, 0.0, 0, 0, "", None, None,
+                now, now, i, list(dict.fromkeys(after)),
+            )
+        )  # fmt: skip
+    t.db.executemany(
+        "INSERT INTO tasks (id, name, spec, state, reason, priority_rank, submit_seq,"
+        " approved, parent_task_id, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        rows,
+    )
+    # Every ``submitted`` row, then the QUEUED ones' moves, in the tasks' order.
+    t.events_many(
+        [(r.id, "submitted", None, State.PENDING, "submitted", {"name": r.name}, now) for r in out]
+        + [
+            (r.id, "state", State.PENDING, State.QUEUED, queued_reason, None, now)
+            for r in out
+            if r.state is State.QUEUED
+        ]
+    )
     # In the tasks' order, so each task's rows keep its depends_on order (read by rowid).
     t.db.executemany("INSERT OR IGNORE INTO deps (task_id, depends_on) VALUES (?, ?)", deps)
     return out
