@@ -26,11 +26,21 @@ def _keeper() -> None:
     sys.path.append(os.environ[_SRC])
     from tui.procs import keeper
 
+    def write_clocks() -> None:
+        with open(os.environ[_OUT], "w") as f:
+            f.write(f"{time.thread_time()} {time.process_time()}")
+
+    exit_now = os._exit
+
+    def clocked_exit(code: int) -> None:  # the keeper leaves by os._exit: no finally runs
+        write_clocks()
+        exit_now(code)
+
+    os._exit = clocked_exit  # type: ignore[assignment]
     try:
         keeper.main()
     finally:
-        with open(os.environ[_OUT], "w") as f:
-            f.write(f"{time.thread_time()} {time.process_time()}")
+        write_clocks()
 
 
 def _one(dag: str, db: str) -> None:

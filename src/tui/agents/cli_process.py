@@ -70,11 +70,17 @@ async def run_cli(
         argv, env = fallback
         proc = await ctx.spawner(argv, cwd=cwd, env=env, stdin=pipe)
 
-    async def started() -> None:
-        await ctx.process_started(proc)
-        if on_start is not None:
+    # The engine told first, then ``on_start``; a run without one awaits the engine's own
+    # coroutine (a closure and a coroutine fewer a run).
+    started: Awaitable[None] = ctx.process_started(proc)
+    if on_start is not None:
+        told = started
+
+        async def both() -> None:
+            await told
             await on_start(proc)
 
+        started = both()
     return await follow(
         proc, on_stdout, on_stderr, stdout_bytes, ends, started, stdin, close_stdin=not keep_open
     )
@@ -86,13 +92,13 @@ async def follow(
     on_stderr: OnLines,
     stdout_bytes: Callable[[bytes], None] | None = None,
     ends: tuple[Offset, Offset] | None = None,
-    started: Callable[[], Awaitable[None]] | None = None,
+    started: Awaitable[None] | None = None,
     stdin: bytes | None = None,
     *,
     close_stdin: bool = True,
 ) -> int:
-    """A started CLI to its end (``started`` first, then ``stdin`` written to it): its output
-    read, what it left behind ended; its exit code. Also the way an adopted agent is carried
+    """A started CLI to its end (``started`` awaited first, then ``stdin`` written to it): its
+    output read, what it left behind ended; its exit code. Also the way an adopted agent is carried
     on (tui.engine.adoption)."""
     # While it runs each stream is read by a task of its own, awaited directly (gather() cost
     # two more callbacks a run, and a future, for nothing a caller sees).
@@ -101,7 +107,7 @@ async def follow(
     out_end, err_end = ends if ends is not None else (None, None)
     try:
         if started is not None:
-            await started()
+            await started
         pipe_in = proc.stdin if stdin is not None else None
         if pipe_in is None:
             # Nothing to write to it: no reader is needed before it prints or exits (a kept

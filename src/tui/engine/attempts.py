@@ -50,6 +50,8 @@ def task_result(
         return outcome, "", json.dumps(value)
     if result.result is None:
         return outcome, error, None
+    if not result.result:  # a command that printed nothing (most of a DAG's): no encoder call
+        return outcome, error, '""'
     return outcome, error, json.dumps(cap_result(result.result.strip("\n")))
 
 

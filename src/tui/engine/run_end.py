@@ -31,6 +31,8 @@ from tui.store.records import STDERR, RunStart, TaskRecord
 
 log = logging.getLogger(__name__)
 
+# Each state's text by a dict lookup: ``.value`` is a Python-level descriptor call (a run's end).
+_VALUES = {s: s.value for s in State}
 DISK_FULL_RETRY = 1.0  # seconds between attempts to store a run's end while the disk is full
 _STALL = os.environ.get(STALL_ENV, "")  # tests only: see tui.engine.end_log
 
@@ -312,7 +314,7 @@ class RunEnd(EngineCore):
         """Store the run's end (and start ``nxt``'s run with it): the task ``move`` moved,
         and the next run as started (None if ``nxt`` was not QUEUED any more)."""
         end: RunEndArgs = {
-            "outcome": "interrupted" if interrupted else outcome.value,
+            "outcome": "interrupted" if interrupted else _VALUES[outcome],
             "exit_code": result.exit_code,
             "error": error,
             "cost_usd": result.cost_usd,

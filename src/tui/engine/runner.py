@@ -217,7 +217,8 @@ class RunCtx:
         )
         self.cost_so_far = rec.cost_usd
         self.previous_runs: list[RunRecord] = began.previous_runs
-        self.late_answers: list[QuestionRecord] = late_answers(began)
+        # Most runs were never asked anything: no call to find that out.
+        self.late_answers: list[QuestionRecord] = late_answers(began) if began.questions else []
         self._session_id = ""
 
     @property
@@ -277,7 +278,8 @@ class LocalExecutor:
             keeper = self.keeper
             if keeper is not None and task.worktree is None and adoptive(adapter):
                 # Its agent outlives this engine if it dies: the next one carries it on.
-                keeper.setup(host.engine_id, host.db_path)
+                if not keeper.set_up:  # told once (three calls a run saved after that)
+                    keeper.setup(host.engine_id, host.db_path)
                 spawner = _adoptable(keeper, run.run_id)
             result = await adapter.run(RunCtx(host, run, rec, began, spawner))
             if isinstance(run.proc, KeptChild) and run.proc.lost:

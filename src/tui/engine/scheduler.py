@@ -211,7 +211,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks):
         self.stream.live = False
 
     def _on_journal(self, ev: EventRecord) -> None:
-        self.stream.on_event(ev)
+        self.stream.publish(ev)  # what stream.on_event does, a call fewer an event
         self.hooks.on_event(ev)
 
     def _tasks_get(self, task_id: str) -> TaskRecord | None:

@@ -110,6 +110,11 @@ class Keeper:
         self._kept: asyncio.Future[list[KeptRun]] | None = None
         self._engine_id = ""  # the engine it runs agents for: on its command line
 
+    @property
+    def set_up(self) -> bool:
+        """Whether ``setup`` was done (it is then nothing to call again)."""
+        return self._setup is not None
+
     def setup(self, engine_id: str, db_path: str) -> None:
         """Let adoptable agents outlive this engine (a database file, and a private runtime
         directory, are needed for that); idempotent."""
