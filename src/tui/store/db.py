@@ -19,6 +19,7 @@ from typing import Any
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store import engines, health, journal, output, questions, runs, tasks, worktrees
+from tui.store.batch import Tx
 from tui.store.chunks import ChunkRow, LineRow, group_rows
 from tui.store.engines import engine_sockets, stored_settings
 from tui.store.errors import DatabaseFileError, DiskFullError, StoreError
@@ -32,7 +33,7 @@ from tui.store.records import (
 )
 from tui.store.run_store import RunEndArgs, RunStore, deps_of, likely_of, with_spec
 from tui.store.tasks import Move
-from tui.store.tx import Database, Tx, setup
+from tui.store.tx import Database, setup
 
 log = logging.getLogger("tui.store")
 

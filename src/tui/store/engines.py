@@ -7,7 +7,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from tui.store.tx import Tx, sqlite_uri
+from tui.store.batch import Tx
+from tui.store.tx import sqlite_uri
 
 
 def register(t: Tx, engine_id: str, pid: int, proc_start: int | None, now: float) -> None:

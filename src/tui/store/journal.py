@@ -12,7 +12,7 @@ from tui.model.states import State
 from tui.store.records import EventRecord
 
 if TYPE_CHECKING:
-    from tui.store.tx import Tx
+    from tui.store.batch import Tx
 
 COLS = "id, task_id, kind, from_state, to_state, reason, data, at"
 _VALUES = {s: s.value for s in State}  # a dict lookup is a quarter of ``.value``

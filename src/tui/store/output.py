@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
 
+from tui.store.batch import Tx
 from tui.store.chunks import ChunkRow, stored_lines
 from tui.store.records import OutputLine
-from tui.store.tx import Tx
 
 COLS = "id, task_id, run_id, stream, seq, at, text, lines"
 # The chunks holding lines after ?2 (the first may begin before it: ?1 is ?2 + 1).

@@ -9,9 +9,9 @@ from typing import Any
 
 from tui.model.states import State
 from tui.store import tasks
+from tui.store.batch import Tx
 from tui.store.errors import StoreError
 from tui.store.records import QuestionRecord, TaskRecord
-from tui.store.tx import Tx
 
 COLS = "id, task_id, run_id, kind, payload, status, answer, created_at, answered_at"
 

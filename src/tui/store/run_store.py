@@ -12,9 +12,10 @@ from typing import Any, Required, TypedDict, Unpack
 
 from tui.model.states import State
 from tui.store import runs, tasks
+from tui.store.batch import Tx
 from tui.store.records import RunRecord, RunStart, TaskRecord
 from tui.store.tasks import Move
-from tui.store.tx import Database, Tx
+from tui.store.tx import Database
 
 
 class RunEndArgs(TypedDict, total=False):

@@ -7,8 +7,8 @@ from typing import Any
 
 from tui.model.states import State
 from tui.store import questions, tasks
+from tui.store.batch import Tx
 from tui.store.records import RunRecord, RunStart, TaskRecord
-from tui.store.tx import Tx
 
 COLS = (
     "id, task_id, attempt, engine_id, pid, pgid, proc_start, started_at, ended_at, exit_code,"

@@ -9,9 +9,9 @@ from typing import Any
 
 from tui.model.states import TRANSITIONS, State, valid_transition
 from tui.model.task import Task, priority_rank
+from tui.store.batch import Tx
 from tui.store.errors import StoreError
 from tui.store.records import TaskRecord
-from tui.store.tx import Tx
 
 COLS = (
     "id, name, spec, state, reason, approved, attempts, attempt_base, retry_at, cost_usd,"

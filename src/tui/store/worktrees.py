@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import astuple, dataclass, fields
 
-from tui.store.tx import Tx
+from tui.store.batch import Tx
 
 
 @dataclass
