@@ -72,6 +72,5 @@ def settle_gc() -> None:
     if not _held:
         return
     _held = False
-    gc.freeze()
-    gc.set_threshold(YOUNG, 20, 100)
+    tune_gc(collect=False)  # its undo is hold_gc's
     gc.enable()

@@ -195,7 +195,6 @@ class _Printer:
 
     async def follow(self) -> None:
         names = self.names
-        as_json = self.as_json
         # A pass per batch of events: resuming this coroutine per event cost more than the
         # printing.
         async for batch in self.engine.event_batches(self.since):
@@ -207,13 +206,8 @@ class _Printer:
                 name = names.get(ev.task_id)
                 if name is None:
                     await self._print(ev)
-                    continue
-                # ``_show`` written out for a transition (~4 a run): two calls fewer each.
-                if name and ev.to_state is not None:
-                    print_transition(ev, name, as_json)
-                elif name:
-                    _print_event(ev, name, as_json)
-                self.last = ev.id  # no await since printing: a cancel cannot print it twice
+                else:
+                    self._show(ev, name)
 
     async def finish(self, following: asyncio.Task[None]) -> None:
         following.cancel()

@@ -80,10 +80,7 @@ class HookRunner:
         rec = self.lookup(ev.task_id)
         if rec is None:
             return
-        own = rec.task.hooks
-        if own is None and self.defaults is None:  # no hook anywhere (most runs): done
-            return
-        hooks = self.defaults if own is None else own.merged_over(self.defaults)
+        hooks = self.hooks_of(rec)
         if hooks is None:
             return
         event = hook_event(ev.from_state, ev.to_state)

@@ -13,7 +13,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
-from tui.engine.events import Cursor, Event, OutputBatch, advance
+from tui.engine.events import Cursor, Event, OutputBatch, advance, newer
 from tui.store.db import Store
 from tui.store.records import EventRecord
 
@@ -84,11 +84,7 @@ class EventStream:
         self.live = True
 
     def publish(self, item: Event) -> None:
-        # ``advance`` written out: two events a run of every task.
-        if isinstance(item, OutputBatch):
-            self.published = Cursor(self.published[0], item.last_id)
-        else:
-            self.published = Cursor(item.id, self.published[1])
+        self.published = advance(self.published, item)
         for sub in self._subscribers:
             sub.offer(item)
 
@@ -138,21 +134,13 @@ class EventStream:
                     if not sub.items:
                         await sub.wait()
                     # Taken whole: what the queue holds is contiguous even once it lags.
-                    # ``newer`` and ``advance`` written out, the cursor made once a batch:
-                    # they were ~5 calls an event, and `tui run`'s printer sees ~4 a run.
-                    batch: list[Event] = []
-                    event_id, output_id = last
+                    batch = []
                     for item in sub.take(whole):
-                        if isinstance(item, OutputBatch):
-                            fresh = item.after(output_id)
-                            if fresh is not None:
-                                output_id = fresh.last_id
-                                batch.append(fresh)
-                        elif item.id > event_id:
-                            event_id = item.id
-                            batch.append(item)
+                        fresh = newer(item, last)
+                        if fresh is not None:
+                            last = advance(last, fresh)
+                            batch.append(fresh)
                     if batch:
-                        last = Cursor(event_id, output_id)
                         yield batch
                 sub.catch_up()
                 if on_lag is not None:
