@@ -35,8 +35,30 @@ from bench_dag import bytecode_env, tui_yaml
 
 PHASES = ("main", "imported", "loaded", "started", "submit", "first start")
 
+# The probe's import hook: calls _WANT[name](module) once each module it names is loaded.
+IMPORT_HOOK = r"""
+import importlib.abc, importlib.machinery
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name not in _WANT:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        real = spec.loader.exec_module
+        def exec_module(module, real=real, name=name):
+            real(module)
+            _WANT[name](module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, _Finder())
+"""
+
 # Runs in the measured process before anything of tui is imported.
-PROBE = r"""
+PROBE = (
+    r"""
 import json, os, sys, time
 _t0 = float(os.environ["LAUNCH_T0"])
 _out = os.environ["LAUNCH_OUT"]
@@ -78,24 +100,9 @@ _WANT = {
     "tui.procs.keeper_client": lambda m: _wrap_async_after(m.Keeper, "spawn", "first start"),
 }
 
-import importlib.abc, importlib.machinery
-
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name not in _WANT:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        real = spec.loader.exec_module
-        def exec_module(module, real=real, name=name):
-            real(module)
-            _WANT[name](module)
-        spec.loader.exec_module = exec_module
-        return spec
-
-sys.meta_path.insert(0, _Finder())
-from tui.cli.main import main
+"""
+    + IMPORT_HOOK
+    + r"""from tui.cli.main import main
 _note("main")
 try:
     code = main(sys.argv[1:])
@@ -104,6 +111,7 @@ finally:
         json.dump(_seen, f)
 sys.exit(code)
 """
+)
 
 
 def run_once(src: Path | None, yaml: Path, db: Path, env: dict[str, str]) -> dict[str, list]:

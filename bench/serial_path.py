@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from bench_dag import bytecode_env, tui_yaml
+from bench_launch import IMPORT_HOOK
 
 # Runs in the measured process before anything of tui is imported.
-PROBE = r"""
+PROBE = (
+    r"""
 import atexit, json, os, sys, time
 _t0 = float(os.environ["LAUNCH_T0"])
 _out = os.environ["LAUNCH_OUT"]
@@ -78,24 +80,9 @@ _WANT = {
     "tui.procs.keeper_client": _keeper,
 }
 
-import importlib.abc, importlib.machinery
-
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name not in _WANT:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        real = spec.loader.exec_module
-        def exec_module(module, real=real, name=name):
-            real(module)
-            _WANT[name](module)
-        spec.loader.exec_module = exec_module
-        return spec
-
-sys.meta_path.insert(0, _Finder())
-
+"""
+    + IMPORT_HOOK
+    + r"""
 def _save():
     with open(_out, "w") as f:
         json.dump(_seen, f)
@@ -112,6 +99,7 @@ atexit.register(_save)  # the usual exit (a thread still ran): no "exit" point
 from tui.cli.main import entry
 entry()
 """
+)
 
 
 Run = tuple[dict[str, float], dict[str, float]]  # (wall since exec, process CPU) by point

@@ -16,6 +16,7 @@ from typing import IO
 import pytest
 
 from tests.cli.cli_support import Tui, marker_processes, shell_task, wait_until, write_tasks
+from tests.engine.test_stop_disk_full import fill
 
 WAITING = "ends when it can be stored"
 
@@ -35,18 +36,6 @@ def disk(tui: Tui) -> Iterator[Path]:
         (path / "filler").unlink(missing_ok=True)  # a daemon left waiting for room can stop
         tui("daemon", "stop", "--yes")
         subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def fill(disk: Path) -> None:
-    """Take every byte left on ``disk`` (unbuffered: nothing left to flush at the close)."""
-    with open(disk / "filler", "ab", buffering=0) as f:
-        for size in (65536, 4096, 512, 1):
-            while True:
-                try:
-                    if f.write(b"\0" * size) < size:
-                        break
-                except OSError:
-                    break
 
 
 def _writer(gate: Path) -> IO[bytes] | None:
