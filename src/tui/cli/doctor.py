@@ -226,6 +226,11 @@ async def check_executor(setup: Setup, report: Report) -> None:
         return
     argv = [sys.executable, "-m", "tui.engine.ray_executor", ex.address]
     result = await run_argv(argv, timeout=RAY_PROBE_TIMEOUT)
+    if _CLIENT_SERVER_FAILED in result.output:
+        # Ray Client's per-connection server failed to start (it does, now and then, on a
+        # busy head: "Starting Ray client server failed", a zombie found by its check); the
+        # next connection gets a new one. Once more, as a person would run doctor again.
+        result = await run_argv(argv, timeout=RAY_PROBE_TIMEOUT)
     lines = [ln for ln in result.output.splitlines() if ln.startswith("{")]
     if result.exit_code is None:
         report.add("error", "executor", f"ray {ex.address}: no answer in {RAY_PROBE_TIMEOUT:g}s")
@@ -250,6 +255,9 @@ async def check_executor(setup: Setup, report: Report) -> None:
         labels = ", ".join(f"{k}={v}" for k, v in sorted(node.get("labels", {}).items()))
         line = f"node {node['id'][:12]}{role} {node['address']}: {free} free"
         report.add("ok", "executor", f"{line}; labels {labels}" if labels else line)
+
+
+_CLIENT_SERVER_FAILED = "Initialization failure from server"  # Ray Client's, from ray.init
 
 
 def _amount(name: str, value: float) -> str:
