@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tests.cli.cli_support import Tui
-from tui.config.load import ConfigError, load_config
+from tui.config.load import ConfigError
+from tui.config.merged import load_config
 from tui.model.issues import TaskFileError
 from tui.model.loader import load_task_text
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.config.conftest import Dirs
-from tui.config.load import ConfigError, load_config, load_settings
+from tui.config.load import ConfigError, load_settings
+from tui.config.merged import load_config
 from tui.model.loader import load_task_text
 
 

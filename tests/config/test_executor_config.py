@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from tui.config.executor import executor_settings, make_executor
-from tui.config.load import ConfigError, load_config
+from tui.config.load import ConfigError
+from tui.config.merged import load_config
 
 
 def test_defaults_to_the_local_executor(dirs):

@@ -12,7 +12,8 @@ import pytest
 from tests.config.conftest import Dirs
 from tests.config.test_xml_templates import write_xml
 from tests.model.test_hostile_input import PEAK_RSS_MB, run_measured
-from tui.config.load import ConfigError, load_config
+from tui.config.load import ConfigError
+from tui.config.merged import load_config
 from tui.model.limits import MAX_FILE_BYTES
 
 HOSTILE_TOML = {

@@ -13,7 +13,8 @@ import pytest
 from tests.agents.cli_support import output, settled
 from tests.config.conftest import Dirs
 from tui.config.agent_command import check_command
-from tui.config.load import ConfigError, load_config
+from tui.config.load import ConfigError
+from tui.config.merged import load_config
 from tui.config.templates import (
     ConfigTemplates,
     TaskRequest,

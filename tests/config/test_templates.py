@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.config.conftest import Dirs
-from tui.config.load import load_config
+from tui.config.merged import load_config
 from tui.config.templates import (
     PROMPT_ENV,
     ConfigTemplates,

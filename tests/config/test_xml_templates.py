@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.config.conftest import Dirs
-from tui.config.load import ConfigError, load_config
+from tui.config.load import ConfigError
+from tui.config.merged import load_config
 from tui.config.template_types import TemplateSource
 from tui.config.templates import (
     PROMPT_ENV,

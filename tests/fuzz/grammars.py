@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from tui.config.load import ConfigError, load_config
+from tui.config.load import ConfigError
+from tui.config.merged import load_config
 from tui.config.xml_templates import read_xml_templates
 from tui.model.issues import Issue, TaskFileError
 from tui.model.loader import load_task_text

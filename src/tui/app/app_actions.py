@@ -28,7 +28,8 @@ from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
 from tui.app.widgets.task_list import TaskList
-from tui.config.load import ConfigError, load_config, load_settings
+from tui.config.load import ConfigError, load_settings
+from tui.config.merged import load_config
 from tui.config.task_files import load_files, with_worktree_setting
 from tui.config.templates import (
     TaskRequest,

@@ -14,7 +14,8 @@ def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) ->
 
 
 async def cmd_validate(args: argparse.Namespace) -> int:
-    from tui.config.load import config_files, load_config  # not at every `tui` start
+    from tui.config.load import config_files  # not at every `tui` start
+    from tui.config.merged import load_config
 
     config = load_config()  # raises ConfigError: main prints every problem, exit 2
     for w in config.warnings:

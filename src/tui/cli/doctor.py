@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # the rest is imported when doctor runs, not at every `tui` start
-    from tui.config.load import Config
+    from tui.config.merged import Config
     from tui.config.schema import Settings
 
 Level = Literal["ok", "warning", "error"]
@@ -49,7 +49,8 @@ def add_parsers(sub: argparse._SubParsersAction, db: argparse.ArgumentParser) ->
 
 
 async def cmd_doctor(args: argparse.Namespace) -> int:
-    from tui.config.load import ConfigError, load_config, load_settings
+    from tui.config.load import ConfigError, load_settings
+    from tui.config.merged import load_config
 
     report = Report()
     settings, _ = load_settings()

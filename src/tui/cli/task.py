@@ -71,7 +71,7 @@ async def cmd_task(args: argparse.Namespace) -> int:
     # Imported here: every `tui` start (a task's `tui ask` too) builds this parser.
     from tui.cli.common import err, open_store
     from tui.cli.run import run_tasks
-    from tui.config.load import load_config
+    from tui.config.merged import load_config
     from tui.config.templates import TaskRequest, TemplateError, find, template_sources
     from tui.model.task import default_worktree
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui.config.load import ConfigError, load_config
+from tui.config.load import ConfigError
+from tui.config.merged import load_config
 
 
 def named_parts() -> dict[str, str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.config.agent_command import PLACEHOLDER_ENV, command_script, uses
-from tui.config.load import Config, Item, task_defaults
+from tui.config.merged import Config, Item, task_defaults
 from tui.config.render import render
 from tui.config.schema import COMMAND_TYPE, AgentDef, TaskTemplate
 from tui.config.taskfile_templates import TaskfileTemplates
