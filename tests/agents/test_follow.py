@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 from tui.agents.cli_process import follow
-from tui.procs.process import group_members, spawn
+from tui.procs.groups import group_members
+from tui.procs.process import spawn
 
 
 async def test_an_agent_that_exited_before_it_is_followed_keeps_its_output_and_no_group(

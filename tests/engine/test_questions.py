@@ -9,7 +9,7 @@ from tests.conftest import owned_engine, shell_task, stored, wait_state
 from tui.engine.events import Cursor, OutputBatch
 from tui.engine.scheduler import Engine, EngineError
 from tui.model.states import State
-from tui.procs.process import group_members
+from tui.procs.groups import group_members
 from tui.store.db import Store
 from tui.store.records import QuestionRecord
 

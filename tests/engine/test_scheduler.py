@@ -15,7 +15,7 @@ from tui.engine.retry import retry_delay
 from tui.engine.scheduler import Engine, EngineBusy, EngineError
 from tui.model.states import State
 from tui.model.task import RetryConfig, Task
-from tui.procs.process import group_members
+from tui.procs.groups import group_members
 from tui.store.db import Store
 
 

@@ -17,18 +17,8 @@ from typing import Any
 
 import pytest
 
-from tui.procs.process import (
-    Child,
-    OutPipe,
-    ProcIdentity,
-    group_identities,
-    group_members,
-    identity_alive,
-    kill_orphan_group,
-    proc_start_time,
-    spawn,
-    terminate_group,
-)
+from tui.procs.groups import group_identities, group_members, kill_orphan_group, terminate_group
+from tui.procs.process import Child, OutPipe, ProcIdentity, identity_alive, proc_start_time, spawn
 
 
 def _ident(pid: int, pgid: int) -> ProcIdentity:

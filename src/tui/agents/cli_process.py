@@ -23,8 +23,9 @@ from tui.agents.result_tail import ResultTail
 from tui.engine.adapter import AdapterError, RunContext, RunResult
 from tui.model.states import State
 from tui.model.task import AgentConfig
+from tui.procs.groups import terminate_group
 from tui.procs.lines import LineSplitter
-from tui.procs.process import Child, InPipe, OutPipe, terminate_group
+from tui.procs.process import Child, InPipe, OutPipe
 from tui.store.records import RAW, STDERR, STDOUT
 
 READ_CHUNK = 256 * 1024

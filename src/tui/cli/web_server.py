@@ -18,7 +18,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from tui.procs.process import terminate_group
+from tui.procs.groups import terminate_group
 
 QUIT_GRACE = 5.0  # seconds a tab's app gets to quit by itself before its group is killed
 # A tab's terminal at most: a page asking for more has a bug (an app drawing 100000 × 100000

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tui.config.interpreters import script_argv
-from tui.procs.process import terminate_group
+from tui.procs.groups import terminate_group
 
 
 @dataclass(frozen=True)

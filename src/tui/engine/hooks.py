@@ -29,7 +29,8 @@ from subprocess import PIPE
 
 from tui.model.states import State
 from tui.model.workflow import Hooks
-from tui.procs.process import Child, spawn, terminate_group
+from tui.procs.groups import terminate_group
+from tui.procs.process import Child, spawn
 from tui.store.db import Store
 from tui.store.records import EventRecord, TaskRecord
 

@@ -25,7 +25,8 @@ from typing import Any
 from tui.engine.adapter import AdapterError, RunResult, declared_adapters
 from tui.model.states import State
 from tui.model.task import Task
-from tui.procs.process import Child, spawn, terminate_group
+from tui.procs.groups import terminate_group
+from tui.procs.process import Child, spawn
 from tui.store.records import QuestionRecord, RunRecord
 
 # Lines held before the adapter waits for the engine to take them (output backpressure).

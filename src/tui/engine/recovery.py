@@ -20,7 +20,8 @@ import time
 from collections.abc import Collection, Iterable, Mapping
 
 from tui.engine.runner import ENV_ENGINE_ID, ENV_RUN_ID
-from tui.procs.process import ProcIdentity, identity_alive, kill_orphan_group, proc_start_time
+from tui.procs.groups import kill_orphan_group
+from tui.procs.process import ProcIdentity, identity_alive, proc_start_time
 from tui.store.db import Store
 
 _KILL_WAIT = 5.0  # seconds to wait for killed processes to be gone (SIGKILL: not long)

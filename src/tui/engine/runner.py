@@ -22,9 +22,10 @@ from tui.engine.adapter import Adapter, AdapterError, RunResult, adoptive
 from tui.engine.output import LineCounter
 from tui.model.duration import format_duration
 from tui.model.states import State
+from tui.procs.groups import terminate_group
 from tui.procs.keeper_client import Keeper, KeeperLost
 from tui.procs.kept_child import KeptChild
-from tui.procs.process import Child, Spawner, spawn, terminate_group
+from tui.procs.process import Child, Spawner, spawn
 from tui.procs.run_env import RunEnv
 from tui.store.records import QuestionRecord, RunRecord, RunStart, TaskRecord
 

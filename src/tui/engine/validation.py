@@ -21,8 +21,9 @@ from tui.engine.runner import ENV_ENGINE_ID, ENV_RUN_ID
 from tui.model.duration import format_duration
 from tui.model.output_format import KEPT, OutputFormat, OutputFormatError, parse_result
 from tui.model.task import Task
+from tui.procs.groups import terminate_group
 from tui.procs.lines import LineSplitter
-from tui.procs.process import OutPipe, spawn, terminate_group
+from tui.procs.process import OutPipe, spawn
 from tui.store.records import TaskRecord
 
 KEEP_LINES = 40  # of the command's output, stored with the task (the last ones)

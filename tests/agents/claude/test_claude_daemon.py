@@ -16,7 +16,7 @@ from tests.agents.claude.model_server import ModelServer, text, tool_use
 from tests.agents.claude.test_claude_cli import transcript_has
 from tui.daemon.lifecycle import _alive, ensure
 from tui.model.states import State
-from tui.procs.process import group_members
+from tui.procs.groups import group_members
 from tui.store.db import Store
 
 pytestmark = needs_cli
