@@ -1,7 +1,7 @@
 """What the parts of ``Engine`` (tui.engine.scheduler) share, declared once: the engine's
 state and the methods one part calls on another. The parts (``Dispatch``, ``RunEnd``,
-``Questions``, ``Subtasks``) derive from this class; ``Engine`` sets the attributes and
-mixes the parts in.
+``Questions``, ``Subtasks``, ``TaskCommands``...) derive from this class; ``Engine`` sets the
+attributes and mixes the parts in.
 
 The methods are declared for the type checker only: at run time the class has none, so no
 stub can shadow a part's real method whatever the order of the mix.
@@ -64,6 +64,8 @@ class EngineCore:
         def _index(self, records: Sequence[TaskRecord]) -> None: ...
 
         def _changed_now(self, schedule: bool = True) -> None: ...
+
+        # -- tui.engine.task_commands -------------------------------------------------------
 
         async def cancel(self, task_id: str, reason: str = "cancelled by user") -> str: ...
 
