@@ -1,7 +1,7 @@
 """The keeper: one small process per engine that starts the engine's agents, reads their pipes
 and reaps them, so that none of this runs under the engine's GIL.
 
-Run as ``python -I -S keeper.py FD`` (stdlib only, and the two keeper_* modules beside it: it
+Run as ``python -I -S keeper.py FD`` (stdlib only, and the keeper_* modules beside it: it
 is up in ~30 ms), FD being its end of a socketpair with the engine (tui.procs.keeper_client).
 Both ways the socket carries frames: a 4-byte big-endian length, then a pickled list of
 messages — everything one side had to say in one turn of its loop, so a hundred exits that
@@ -53,7 +53,8 @@ if __name__ == "__main__":
     # library still comes first; nothing of tui's is imported but the keeper's own modules.
     sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from tui.procs.keeper_afterlife import FRAME_LEN, Afterlife, Kept
+from tui.procs.keeper_afterlife import FRAME_LEN, Afterlife
+from tui.procs.keeper_agent import Agent, start_time
 from tui.procs.keeper_spawn import BaseEnv
 from tui.procs.keeper_starts import Start, Started, Starts
 
@@ -72,62 +73,16 @@ SPAWN_THREADS = 4
 FS_ENCODING = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())  # os.fsencode's
 
 
-class _Agent:
-    __slots__ = (
-        "adoptable",
-        "close_in",
-        "code",
-        "fds",
-        "heard",
-        "held",
-        "kept",
-        "key",
-        "paused",
-        "pgid",
-        "pid",
-        "run_id",
-        "start_time",
-        "stdin_buf",
-        "stdin_fd",
-    )
-
-    def __init__(
-        self, key: int, pid: int, out: int, err: int, inw: int, run_id: int, adoptable: bool
-    ) -> None:
-        self.key = key
-        self.pid = pid  # 0 once reaped
-        self.pgid = pid  # its group, the leader reaped or not
-        self.start_time = 0
-        self.code: int | None = None  # the exit code, once reaped
-        self.run_id = run_id
-        self.adoptable = adoptable
-        self.fds = {out: 1, err: 2}  # open read ends → stream
-        self.held = {1: 0, 2: 0}  # bytes sent, not yet taken by the engine
-        # An engine takes this agent's events: its own, or one that claimed it. Between an
-        # adopting engine's hello and its claim, output goes to `kept` only: the claim resends
-        # it from the stored offsets, so an event sent meanwhile would reach the engine twice.
-        self.heard = True
-        self.kept: dict[int, Kept] = {}  # stream → bytes not acknowledged (adoptable only)
-        self.paused: set[int] = set()
-        self.stdin_fd = inw
-        self.stdin_buf = bytearray()
-        self.close_in = False
-
-    @property
-    def done(self) -> bool:
-        return self.pid == 0 and not self.fds
-
-
 class Keeper:
     def __init__(self, sock: socket.socket) -> None:
         self.sock: socket.socket | None = sock  # None: no engine
         # The loop's epoll, straight: selectors' keys and maps cost more than the calls.
         self.epoll = select.epoll()
         self.watched: dict[int, tuple[Callable[[Any], None], Any]] = {}  # fd → callback, arg
-        self.agents: dict[int, _Agent] = {}  # by key
-        self.living: dict[int, _Agent] = {}  # pidfd → agent not reaped yet
-        self.pipes: dict[int, tuple[_Agent, int]] = {}  # read end → its agent and stream
-        self.stdins: dict[int, _Agent] = {}  # stdin write end → its agent
+        self.agents: dict[int, Agent] = {}  # by key
+        self.living: dict[int, Agent] = {}  # pidfd → agent not reaped yet
+        self.pipes: dict[int, tuple[Agent, int]] = {}  # read end → its agent and stream
+        self.stdins: dict[int, Agent] = {}  # stdin write end → its agent
         self.outbox: list[tuple[Any, ...]] = []
         self.inbuf = bytearray()
         self.received = memoryview(bytearray(RECV_SIZE))
@@ -253,12 +208,12 @@ class Keeper:
             return
         out_r, err_r, in_w = started.fds
         pid = started.pid
-        agent = _Agent(key, pid, out_r, err_r, in_w, started.run_id, started.adoptable)
+        agent = Agent(key, pid, out_r, err_r, in_w, started.run_id, started.adoptable)
         if agent.adoptable and self.afterlife is not None:
             agent.kept = self.afterlife.kept()
         self.agents[key] = agent
         # The start returned after the exec: /proc shows the agent itself.
-        agent.start_time = started.start_time or _start_time(pid)
+        agent.start_time = started.start_time or start_time(pid)
         self.outbox.append(("spawned", key, pid, agent.start_time))
         for fd, stream in ((out_r, 1), (err_r, 2)):
             # Its flags are O_RDONLY, nothing else: one call, not set_blocking's two.
@@ -292,7 +247,7 @@ class Keeper:
         if stream in agent.paused and agent.held[stream] < WINDOW:
             self.resume(agent, stream)
 
-    def resume(self, agent: _Agent, stream: int) -> None:
+    def resume(self, agent: Agent, stream: int) -> None:
         agent.paused.discard(stream)
         for fd, s in agent.fds.items():
             if s == stream:
@@ -380,7 +335,7 @@ class Keeper:
         self.finished = True
 
     @staticmethod
-    def _kill(agent: _Agent) -> None:
+    def _kill(agent: Agent) -> None:
         with contextlib.suppress(OSError):
             os.killpg(agent.pid, signal.SIGKILL)
 
@@ -410,7 +365,7 @@ class Keeper:
         if agent.held[stream] >= WINDOW:
             self._pause(agent, stream)
 
-    def _pause(self, agent: _Agent, stream: int) -> None:
+    def _pause(self, agent: Agent, stream: int) -> None:
         if stream in agent.paused:
             return
         agent.paused.add(stream)
@@ -418,7 +373,7 @@ class Keeper:
             if s == stream:
                 self.unwatch(fd)
 
-    def _close_out(self, agent: _Agent, fd: int) -> None:
+    def _close_out(self, agent: Agent, fd: int) -> None:
         stream = agent.fds.pop(fd)
         del self.pipes[fd]
         if stream not in agent.paused:
@@ -426,7 +381,7 @@ class Keeper:
         agent.paused.discard(stream)
         os.close(fd)
 
-    def _write_stdin(self, agent: _Agent) -> None:
+    def _write_stdin(self, agent: Agent) -> None:
         if agent.stdin_buf:
             try:
                 n = os.write(agent.stdin_fd, agent.stdin_buf)
@@ -452,7 +407,7 @@ class Keeper:
         if agent is not None:
             self._write_stdin(agent)
 
-    def _close_stdin(self, agent: _Agent) -> None:
+    def _close_stdin(self, agent: Agent) -> None:
         if agent.stdin_fd >= 0:
             if agent.stdin_fd in self.watched:
                 self.unwatch(agent.stdin_fd)
@@ -476,15 +431,6 @@ class Keeper:
                 self.outbox.append(("exited", agent.key, code))
             if agent.stdin_fd >= 0 and not agent.fds:  # a stdin left open goes nowhere now
                 self._close_stdin(agent)
-
-
-def _start_time(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-        return int(raw[raw.rfind(b")") + 1 :].split()[19])
-    except (OSError, IndexError, ValueError):
-        return 0
 
 
 def _hangup(signum: int, frame: object) -> None:
