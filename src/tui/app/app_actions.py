@@ -1,24 +1,22 @@
-"""What the app's keys do: one handler per entry in ``actions.COMMANDS``, and the prompts
-they open. ``TuiApp`` (``tui_app``) builds the screen and follows the engine; it sets the
-widgets and the engine these handlers use before any key arrives."""
+"""What the app's keys do: one handler per entry in ``actions.COMMANDS`` (opening a file and
+running a template: ``app_submit``, its base), and the prompts they open. ``TuiApp``
+(``tui_app``) builds the screen and follows the engine; it sets the widgets and the engine
+these handlers use before any key arrives."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable
-from functools import partial
-from pathlib import Path
 from typing import Any
 
-from textual import work
-from textual.app import App, SystemCommand
-from textual.command import SimpleCommand
+from textual.app import SystemCommand
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import RichLog, TabbedContent
 
 from tui.app import actions
 from tui.app.agent_talk import cannot_talk
+from tui.app.app_submit import AppSubmit
 from tui.app.engine_api import AppEngine
 from tui.app.help_screen import HelpScreen, pretty_key
 from tui.app.prompts import Confirm, TextPrompt
@@ -28,25 +26,9 @@ from tui.app.widgets.dag_view import DagView
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.question_panel import QuestionPanel
 from tui.app.widgets.task_list import TaskList
-from tui.config.load import ConfigError, load_settings
-from tui.config.merged import load_config
-from tui.config.task_files import load_files, with_worktree_setting
-from tui.config.templates import (
-    TaskRequest,
-    Template,
-    TemplateError,
-    TemplateSource,
-    all_templates,
-    find,
-    template_sources,
-)
 from tui.engine import api
-from tui.engine.copies import ambiguous_names, copies_text, unfinished_copies
 from tui.engine.scheduler import Engine, EngineError
-from tui.model.issues import Issue, TaskFileError
 from tui.model.states import State, being
-from tui.model.task import Task, default_worktree
-from tui.store.records import TaskRecord
 
 FOLD_ACTIONS = frozenset(
     {"toggle_subtasks", "expand_subtasks", "collapse_subtasks", "fold_all", "unfold_all"}
@@ -55,7 +37,7 @@ FOLD_ACTIONS = frozenset(
 LIVE_STATES = frozenset({State.RUNNING, State.READY, State.BLOCKED})
 
 
-class AppActions(App[None]):
+class AppActions(AppSubmit):
     """The action handlers of ``TuiApp`` (its base class)."""
 
     # Set up by TuiApp (__init__ and on_mount).
@@ -68,9 +50,7 @@ class AppActions(App[None]):
     _changes: ChangesView
     _selected: str | None
     _confirm_cancel: bool
-    _template: tuple[TemplateSource, Template] | None
-    _graph_dirty: bool
-    _questions_dirty: bool
+    _questions_dirty: bool  # _graph_dirty and _template: AppSubmit's
 
     async def _call(self, coro: Any, question_id: str | None = None) -> bool:
         try:
@@ -141,78 +121,6 @@ class AppActions(App[None]):
         # None open: the tab says so, and the keys stay where they were (an empty panel
         # would take them and do nothing with j, G…).
         self._panel.focus_oldest()
-
-    def action_open_file(self) -> None:
-        self._ask_text(
-            "Open: a task file or folder to submit (Tab completes, Esc leaves)",
-            self._submit_file,
-            "sample_tasks/",
-            paths=True,
-        )
-
-    def action_run_template(self) -> None:
-        try:
-            config = load_config()
-        except ConfigError as e:
-            self._notify_issues(e.issues, "config.toml")
-            return
-        sources = template_sources(config)
-        try:
-            templates = all_templates(sources)
-        except TemplateError as e:  # e.g. a broken .agent/Taskfile.yml
-            self.notify(str(e), title="Templates", severity="error", timeout=10)
-            return
-        for warning in (w for s in sources for w in s.warnings):  # e.g. a broken Taskfile
-            self.notify(warning, title="Templates", severity="warning", timeout=10)
-        if not templates:
-            self.notify(
-                "no templates yet: add [tasks.NAME] to config.toml, or tasks to"
-                " .agent/Taskfile.yml",
-                severity="warning",
-            )
-            return
-        self.search_commands(
-            [
-                SimpleCommand(
-                    t.name + (f" ({t.alias})" if t.alias else ""),
-                    partial(self._template_picked, sources, t),
-                    t.description or f"from the {t.source} config",
-                )
-                for t in templates
-            ],
-            placeholder="Template to run…",
-        )
-
-    def _template_picked(self, sources: list[TemplateSource], template: Template) -> None:
-        self._template = find(sources, template.name)
-        self._ask_text(f"Instructions for {template.name} (may be empty)", self._run_template)
-
-    @work(group="commands")
-    async def _run_template(self, instructions: str) -> None:
-        # A worker: filling the template may run its command (up to command_timeout).
-        assert self._template is not None
-        source, template = self._template
-        try:
-            seen = len(source.warnings)
-            task = await source.make_task(template.name, TaskRequest(instructions))
-            default_worktree([task], load_settings()[0].worktree)  # as `tui task` does
-            for warning in source.warnings[seen:]:  # e.g. a context's file that is not there
-                self.notify(warning, title=template.name, severity="warning", timeout=10)
-            await self.engine.submit([task])
-        except TaskFileError as e:
-            self._notify_issues(e.issues, template.name)
-            return
-        except (TemplateError, EngineError) as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        self.notify(f"submitted {task.name}")
-        self._graph_dirty = True
-
-    def _notify_issues(self, issues: list[Issue], where: str) -> None:
-        text = "\n".join(str(i) for i in issues[:8])
-        self.notify(
-            text, title=f"{len(issues)} problem(s) in {where}", severity="error", timeout=15
-        )
 
     def action_filter(self) -> None:
         self._ask_text(
@@ -461,46 +369,3 @@ class AppActions(App[None]):
     def key_escape(self) -> None:
         if self.screen.has_class("zoomed"):
             self.screen.remove_class("zoomed")
-
-    async def _submit_file(self, path: str) -> None:
-        if not path.strip():  # the grey "sample_tasks/" is an example, not a value: say so
-            self.notify("nothing opened: type a file or folder (Tab completes)", timeout=6)
-            return
-        try:
-            records = await self.engine.list_tasks()
-            # As `tui run FILE` / `tui open FILE` load it: a broken config.toml refuses it.
-            loaded = load_files([Path(path).expanduser()], known_ids={r.id for r in records})
-            tasks = with_worktree_setting(loaded.tasks)
-        except TaskFileError as e:
-            self._notify_issues(e.issues, "config.toml" if isinstance(e, ConfigError) else path)
-            return
-        except EngineError as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        for warning in loaded.warnings:  # what `tui run FILE` prints as `warning: ...`
-            self.notify(str(warning), severity="warning", timeout=8)
-        copies = unfinished_copies(records, tasks)
-        if not copies:
-            await self._submit_tasks(tasks, path, records)
-            return
-
-        # As `tui open FILE` does: a second copy of unfinished tasks only if the person says so.
-        async def answered(yes: bool | None) -> None:
-            if yes:
-                await self._submit_tasks(tasks, path, records)
-            else:
-                self.notify("nothing submitted", timeout=4)
-
-        self.push_screen(Confirm(f"{copies_text(copies)}. Submit another copy?"), answered)
-
-    async def _submit_tasks(self, tasks: list[Task], path: str, records: list[TaskRecord]) -> None:
-        try:
-            await self.engine.submit(tasks)
-        except EngineError as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        n = len(tasks)
-        self.notify(f"submitted {n} task{'s' * (n != 1)} from {path}")
-        for note in ambiguous_names(records, tasks):
-            self.notify(note, severity="warning", timeout=8)
-        self._graph_dirty = True
