@@ -6,7 +6,8 @@ from textual.widgets._toast import Toast
 
 from tests.app.app_support import until
 from tests.conftest import shell_task
-from tui.app.tui_app import MAX_TOASTS, TuiApp
+from tui.app.app_toasts import MAX_TOASTS
+from tui.app.tui_app import TuiApp
 from tui.engine.scheduler import Engine
 
 

@@ -1,5 +1,6 @@
 """The Textual app: task list, live output, DAG and questions over the engine's client API.
-Here the screen and how it follows the engine; what each key does is in ``app_actions``."""
+Here the screen and how it follows the engine; what each key does is in ``app_actions``, and
+its toasts, bell and desktop notifications in ``app_toasts``."""
 
 from __future__ import annotations
 
@@ -14,19 +15,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.notifications import Notify
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from tui.app import actions
 from tui.app.app_actions import AppActions
+from tui.app.app_toasts import AppToasts
 from tui.app.engine_api import AppEngine
 from tui.app.fold_memory import db_key, load_folds, save_folds
 from tui.app.help_screen import pretty_key
 from tui.app.keymap import keymap_from
 from tui.app.main_screen import MainScreen
-from tui.app.notify import OscMode, default_osc_mode, osc_sequence
-from tui.app.state_style import style_for
+from tui.app.notify import OscMode, default_osc_mode
 from tui.app.themes import discover_themes, pick_theme
 from tui.app.ui_state import load_ui_state, save_ui_state
 from tui.app.widgets.changes_view import ChangesView
@@ -49,7 +49,6 @@ from tui.store.records import OutputLine, TaskRecord
 
 REFRESH_HZ = 10  # task list / DAG / question updates are applied in batches this often
 UNDER_WAY = frozenset({State.PENDING, State.QUEUED, State.RUNNING, State.BLOCKED})
-MAX_TOASTS = 2  # more at once (a burst at start) would cover the output pane
 
 
 RESULT_WIDTH = 40  # characters of a result shown under the output pane
@@ -71,7 +70,7 @@ def result_line(rec: TaskRecord) -> str:
     return f"result: {first}"
 
 
-class TuiApp(AppActions):
+class TuiApp(AppActions, AppToasts):
     TITLE = "tui"
     CSS = """
     #body { height: 1fr; }
@@ -88,7 +87,7 @@ class TuiApp(AppActions):
        leave a cell where keys that overflow the footer show through ("^p paletten"). */
     Footer.-compact FooterKey.-command-palette { margin-right: 0; }
     /* Toasts sit over the output pane's foot: as narrow as their text (never over the task
-       list), no blank rows around them, and at most MAX_TOASTS at once (``notify``). */
+       list), no blank rows around them, and at most MAX_TOASTS at once (app_toasts). */
     Toast { width: auto; max-width: 42%; padding: 0 1; margin-top: 0; }
     ToastRack { margin-bottom: 2; }  /* above the status line too, not over its counts */
     """
@@ -399,65 +398,6 @@ class TuiApp(AppActions):
             self._status_text = text
             self._status.update(text)
         self.sub_title = f"{open_q} question{'s' * (open_q != 1)}" if open_q else ""
-
-    # -- notifications -----------------------------------------------------------------------
-
-    def _desktop(self, title: str, body: str) -> None:
-        seq = osc_sequence(self._osc, title, body)
-        driver = self._driver
-        if seq and driver is not None and not self.is_headless:
-            driver.write(seq)
-
-    def notify(self, message: str, *args: Any, **kwargs: Any) -> None:
-        if self._toasts or kwargs.get("severity") == "error":
-            super().notify(message, *args, **kwargs)
-
-    def on_notify(self, event: Notify) -> None:
-        # Runs before Textual's own handler (the subclass's comes first) adds the toast.
-        self._make_room()
-
-    def _make_room(self) -> None:
-        """Leave room for one more toast among MAX_TOASTS: the oldest that is not a warning
-        or an error goes first, then the oldest. (The list, the status line and the title
-        still say what a dropped one said.)"""
-        # Textual keeps no public handle on shown notifications; these two are its own.
-        shown = list(self._notifications)
-        while len(shown) >= MAX_TOASTS:
-            info = [n for n in shown if n.severity == "information"]
-            old = (info or shown)[0]
-            shown.remove(old)
-            self._unnotify(old, refresh=False)
-
-    async def _tell_question(self, task_id: str, kind: str) -> None:
-        rec = await self.engine.get(task_id)
-        name = rec.name if rec else task_id[:8]
-        what = {"approval": "needs an approval", "review": "is ready for review"}.get(
-            kind, "has a question"
-        )
-        self.notify(f"{name} {what}", title="Waiting for you", timeout=6)
-        self.bell()
-        self._desktop("tui", f"{name} {what}")
-
-    async def _tell_finished(self) -> None:
-        ids, self._finished = self._finished, []
-        records = await self.engine.get_many(ids)
-        failed = [r for r in records if r.state in FAILED_GROUP and r.settled]
-        done = [r for r in records if r.state == State.COMPLETED]
-        if failed:
-            names = ", ".join(r.name for r in failed[:3]) + (" …" if len(failed) > 3 else "")
-            self.notify(
-                f"{names}: {style_for(failed[0].state).label}",
-                title="Failed",
-                severity="error",
-                timeout=6,
-            )
-            self.bell()
-            self._desktop("tui", f"failed: {names}")
-        if done:
-            text = done[0].name if len(done) == 1 else f"{len(done)} tasks"
-            self.notify(f"{text} done", timeout=3)
-            if all(r.settled for r in self._list.records.values()):
-                self._desktop("tui", "all tasks finished")
 
     # -- selection ---------------------------------------------------------------------------
 
