@@ -24,7 +24,7 @@ from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Store
-from tui.taskfile import NO, YES
+from tui.taskfile.running import NO, YES
 
 HOSTILE = ["two words", 'it\'s "quoted"', "$(touch pwned)", "`id`"]
 

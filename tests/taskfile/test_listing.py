@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.taskfile.conftest import write_taskfile
-from tui.taskfile import TaskfileError, find_taskfile, list_tasks, run_argv, task_binary, to_task
+from tui.taskfile.listing import TaskfileError, find_taskfile, list_tasks, task_binary
+from tui.taskfile.running import run_argv, to_task
 
 
 def test_lists_described_tasks_and_hides_internal_ones(project: Path) -> None:

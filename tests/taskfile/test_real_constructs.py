@@ -16,15 +16,8 @@ from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import Task
 from tui.store.db import Store
-from tui.taskfile import (
-    NO,
-    YES,
-    TaskfileError,
-    find_task,
-    find_taskfile,
-    list_tasks,
-    run_argv,
-)
+from tui.taskfile.listing import TaskfileError, find_task, find_taskfile, list_tasks
+from tui.taskfile.running import NO, YES, run_argv
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """`agent.type: taskfile` — run one task of the project's `.agent/Taskfile.yml` with go-task.
 
-The argv is built by :func:`tui.taskfile.run_argv` (never a shell string); `agent.vars` arrive
-as go-task variables (`NAME K=V`), `agent.args` as `{{.CLI_ARGS}}`. go-task runs with
+The argv is built by :func:`tui.taskfile.running.run_argv` (never a shell string); `agent.vars`
+arrive as go-task variables (`NAME K=V`), `agent.args` as `{{.CLI_ARGS}}`. go-task runs with
 `--exit-code`, so a failing command's own code is the attempt's exit code (and retry policy
 applies as for any failed attempt). A task with a `prompt:` becomes a question in tui; only
 an explicit yes runs it (go-task then gets `--yes`).
@@ -14,16 +14,13 @@ import asyncio
 from tui.agents.cli_process import describe_exit, project_dir, run_plain
 from tui.engine.adapter import AdapterError, RunContext, RunResult
 from tui.model.states import State
-from tui.taskfile import (
+from tui.taskfile.listing import TaskfileError, find_task, find_taskfile, task_binary
+from tui.taskfile.running import (
     MISSING_VARS_EXIT,
-    TaskfileError,
-    find_task,
-    find_taskfile,
     missing_vars_error,
     prompt_question,
     run_argv,
     said_yes,
-    task_binary,
 )
 
 

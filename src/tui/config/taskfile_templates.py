@@ -12,7 +12,8 @@ from pathlib import Path
 
 from tui.config.template_types import TaskRequest, Template, TemplateError
 from tui.model.task import Task
-from tui.taskfile import TaskfileError, TaskfileTask, find_taskfile, list_tasks, to_task
+from tui.taskfile.listing import TaskfileError, TaskfileTask, find_taskfile, list_tasks
+from tui.taskfile.running import to_task
 
 
 class TaskfileTemplates:

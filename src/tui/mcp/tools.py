@@ -19,15 +19,8 @@ from tui.engine.asking import answer_values, question_payload
 from tui.engine.scheduler import EngineError
 from tui.model.task import Task, default_worktree
 from tui.store.db import Store
-from tui.taskfile import (
-    TaskfileError,
-    TaskfileTask,
-    find_taskfile,
-    list_tasks,
-    prompt_question,
-    run_captured,
-    said_yes,
-)
+from tui.taskfile.listing import TaskfileError, TaskfileTask, find_taskfile, list_tasks
+from tui.taskfile.running import prompt_question, run_captured, said_yes
 
 MAX_DEPTH = 5  # a top-level task is level 1; its subtasks level 2, and so on
 
