@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from tui.config.load import ConfigError
-from tui.config.merged import load_config
 
 
 def named_parts() -> dict[str, str]:
@@ -17,6 +16,10 @@ def named_parts() -> dict[str, str]:
 def config_parts(project_dir: Path | None = None) -> dict[str, str]:
     """Each context's text: its ``prompt``, else its ``file``'s contents (a ``command``'s
     output is not used: a task file is checked without running anything)."""
+    # Here, not at the top: every `tui run` imports this module, and reads only [settings]
+    # (tui.config.load) unless a task names a system part.
+    from tui.config.merged import load_config
+
     try:
         config = load_config(project_dir)
     except ConfigError as e:
