@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -215,6 +216,33 @@ async def test_a_failing_rider_takes_no_call_down(
     await store.set_run_session(run_id, "s")
     assert _stored_pid(store, run_id) == 4242
     assert "no such thing" in caplog.text
+
+
+async def test_a_rider_failing_again_and_again_is_one_error_until_riders_go_through(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On a full disk the same rider is refused at every retry of its run's end: one error
+    line, not one a second; once riders are stored again a new failure is an error again."""
+    run_id = await _running(store, "a")
+
+    def full(t: Any) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    caplog.set_level(logging.DEBUG, logger="tui.store.tx")
+    for _ in range(3):
+        store._db.ride(full)
+        await store.set_run_session(run_id, "s")
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert [r.getMessage() for r in errors] == [
+        "a write riding with others failed: database or disk is full"
+    ]
+    store.note_run_process(run_id, 4242, 4242, lambda: 99)  # goes through
+    await store.set_run_session(run_id, "s")
+    assert _stored_pid(store, run_id) == 4242
+    assert "go through again" in caplog.text
+    store._db.ride(full)
+    await store.set_run_session(run_id, "s")
+    assert len([r for r in caplog.records if r.levelno == logging.ERROR]) == 2
 
 
 async def test_a_rider_whose_statement_fails_takes_back_only_itself(

@@ -133,6 +133,7 @@ class Database:
         # it back before its next use.
         self._inline = False
         self._inline_commits = 0  # since the thread's last write batch
+        self._rider_failing = ""  # the failure last logged for a rider, until riders go through
 
     @classmethod
     async def connect(cls, path: Path, *, create: bool) -> Database:
@@ -255,9 +256,7 @@ class Database:
                         if not fut.done():
                             fut.set_exception(e)
                     raise
-                for ok, value, _ in outcomes[: len(riders)]:
-                    if not ok:
-                        log.error("a write riding with others failed: %s", value)
+                self._log_riders([value for ok, value, _ in outcomes[: len(riders)] if not ok])
                 outcomes = outcomes[len(riders) :]
                 # Every caller resumes first, then whoever the journal rows wake (in commit
                 # order): their wake-ups are queued after the callers', so a viewer woken by
@@ -283,6 +282,20 @@ class Database:
             self._runner = None
             if self._riders and self._ride_timer is None and not self.closed:
                 self._ride_timer = asyncio.get_running_loop().call_later(RIDE_DELAY, self._go)
+
+    def _log_riders(self, failures: list[Any]) -> None:
+        """A rider's failure logged as an error once: a full disk refuses the same rider at
+        every retry of the run's end (each second) until there is room."""
+        if not failures and self._rider_failing:
+            log.info("writes riding with others go through again")
+            self._rider_failing = ""
+        for value in failures:
+            said = str(value)
+            if said == self._rider_failing:
+                log.debug("a write riding with others failed again: %s", said)
+            else:
+                log.error("a write riding with others failed: %s", said)
+                self._rider_failing = said
 
     def _run_inline(
         self, batch: list[tuple[Callable[[Tx], Any], bool]], jobs: list[Job]
