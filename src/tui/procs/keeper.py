@@ -54,8 +54,8 @@ if __name__ == "__main__":
     sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from tui.procs.keeper_afterlife import FRAME_LEN, Afterlife
-from tui.procs.keeper_agent import Agent, start_time
-from tui.procs.keeper_spawn import BaseEnv
+from tui.procs.keeper_agent import Agent
+from tui.procs.keeper_spawn import BaseEnv, proc_start_time
 from tui.procs.keeper_starts import Start, Started, Starts
 
 TYPE_CHECKING = False  # typing's costs ~2 ms at the keeper's start; mypy takes this name as it
@@ -213,7 +213,7 @@ class Keeper:
             agent.kept = self.afterlife.kept()
         self.agents[key] = agent
         # The start returned after the exec: /proc shows the agent itself.
-        agent.start_time = started.start_time or start_time(pid)
+        agent.start_time = started.start_time or proc_start_time(pid)
         self.outbox.append(("spawned", key, pid, agent.start_time))
         for fd, stream in ((out_r, 1), (err_r, 2)):
             # Its flags are O_RDONLY, nothing else: one call, not set_blocking's two.

@@ -57,13 +57,3 @@ class Agent:
     @property
     def done(self) -> bool:
         return self.pid == 0 and not self.fds
-
-
-def start_time(pid: int) -> int:
-    """Field 22 of /proc/PID/stat (0: unreadable): the agent's start, told from a reused pid."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-        return int(raw[raw.rfind(b")") + 1 :].split()[19])
-    except (OSError, IndexError, ValueError):
-        return 0

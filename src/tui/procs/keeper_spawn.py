@@ -183,7 +183,7 @@ class Spawner:
                     after = _now(_BOOT)
                     tick = before // _TICK_NS
                     # Both readings in one tick: the clone's (the start time) was that one.
-                    start = tick if after // _TICK_NS == tick else _proc_start_time(pid.value)
+                    start = tick if after // _TICK_NS == tick else proc_start_time(pid.value)
                     return pid.value, start
                 if moved:
                     assert cwd is not None
@@ -260,9 +260,10 @@ def _check_dir(cwd: str) -> None:
         raise OSError(errno.EACCES, os.strerror(errno.EACCES), cwd)
 
 
-def _proc_start_time(pid: int) -> int:
-    """Field 22 of /proc/PID/stat (0: unreadable). posix_spawn has returned: the process is
-    the agent itself, and the keeper alone reaps it."""
+def proc_start_time(pid: int) -> int:
+    """Field 22 of /proc/PID/stat (0: unreadable): an agent's start, told from a reused pid.
+    Read once posix_spawn (or Popen) has returned: the process is the agent itself, and the
+    keeper alone reaps it."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
         try:
