@@ -236,6 +236,8 @@ async def test_a_rider_failing_again_and_again_is_one_error_until_riders_go_thro
     assert [r.getMessage() for r in errors] == [
         "a write riding with others failed: database or disk is full"
     ]
+    await store.set_run_session(run_id, "s")  # no rider in it: says nothing of riders
+    assert "go through again" not in caplog.text
     store.note_run_process(run_id, 4242, 4242, lambda: 99)  # goes through
     await store.set_run_session(run_id, "s")
     assert _stored_pid(store, run_id) == 4242

@@ -256,7 +256,8 @@ class Database:
                         if not fut.done():
                             fut.set_exception(e)
                     raise
-                self._log_riders([value for ok, value, _ in outcomes[: len(riders)] if not ok])
+                if riders:
+                    self._log_riders([v for ok, v, _ in outcomes[: len(riders)] if not ok])
                 outcomes = outcomes[len(riders) :]
                 # Every caller resumes first, then whoever the journal rows wake (in commit
                 # order): their wake-ups are queued after the callers', so a viewer woken by
@@ -284,8 +285,9 @@ class Database:
                 self._ride_timer = asyncio.get_running_loop().call_later(RIDE_DELAY, self._go)
 
     def _log_riders(self, failures: list[Any]) -> None:
-        """A rider's failure logged as an error once: a full disk refuses the same rider at
-        every retry of the run's end (each second) until there is room."""
+        """The failures of a batch's riders: each logged as an error once, since a full disk
+        refuses the same rider at every retry of its run's end (each second) until there is
+        room; none (riders went through) ends that."""
         if not failures and self._rider_failing:
             log.info("writes riding with others go through again")
             self._rider_failing = ""
