@@ -35,6 +35,19 @@ from bench_dag import bytecode_env, tui_yaml
 
 PHASES = ("main", "imported", "loaded", "started", "submit", "first start")
 
+# The probe's clock: _note(point) keeps the process's CPU and the wall time since exec
+# (LAUNCH_T0) at a point's first passage; _seen goes to LAUNCH_OUT.
+PROBE_NOTE = r"""
+import json, os, sys, time
+_t0 = float(os.environ["LAUNCH_T0"])
+_out = os.environ["LAUNCH_OUT"]
+_seen = {}
+
+def _note(name):
+    if name not in _seen:
+        _seen[name] = (time.process_time(), time.time() - _t0)
+"""
+
 # The probe's import hook: calls _WANT[name](module) once each module it names is loaded.
 IMPORT_HOOK = r"""
 import importlib.abc, importlib.machinery
@@ -58,16 +71,8 @@ sys.meta_path.insert(0, _Finder())
 
 # Runs in the measured process before anything of tui is imported.
 PROBE = (
-    r"""
-import json, os, sys, time
-_t0 = float(os.environ["LAUNCH_T0"])
-_out = os.environ["LAUNCH_OUT"]
-_seen = {}
-
-def _note(name):
-    if name not in _seen:
-        _seen[name] = (time.process_time(), time.time() - _t0)
-
+    PROBE_NOTE
+    + r"""
 def _wrap(obj, attr, name, after=False):
     fn = getattr(obj, attr, None)
     if fn is None:

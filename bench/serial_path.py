@@ -28,19 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from bench_dag import bytecode_env, tui_yaml
-from bench_launch import IMPORT_HOOK
+from bench_launch import IMPORT_HOOK, PROBE_NOTE
 
 # Runs in the measured process before anything of tui is imported.
 PROBE = (
-    r"""
-import atexit, json, os, sys, time
-_t0 = float(os.environ["LAUNCH_T0"])
-_out = os.environ["LAUNCH_OUT"]
-_seen = {}
-
-def _note(name):
-    if name not in _seen:
-        _seen[name] = (time.process_time(), time.time() - _t0)
+    PROBE_NOTE
+    + r"""
+import atexit
 
 def _wrap(obj, attr, name):
     fn = getattr(obj, attr)
