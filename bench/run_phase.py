@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import json
 import os
 import sqlite3
 import statistics
@@ -68,8 +69,6 @@ def _busy_jiffies() -> tuple[int, int]:
 
 
 def run_once(dag: Path, db: Path, concurrency: int, env: dict[str, str]) -> dict[str, float]:
-    import json
-
     samples: list[tuple[float, int, int]] = []
     stop = threading.Event()
 
