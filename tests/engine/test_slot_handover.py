@@ -19,7 +19,9 @@ async def test_the_next_run_starts_in_the_transaction_that_ends_the_last(store: 
     tasks = [
         shell_task(f"t{i}", "true", priority=p) for i, p in enumerate(["high", "normal", "low"])
     ]
-    async with Engine(store, concurrency=1) as engine:
+    # None sent ahead of a free slot (tui.engine.dispatch): quick runs would be, their rows
+    # stored before the run they wait on ends (tests/engine/test_ahead.py).
+    async with Engine(store, concurrency=1, ahead=0) as engine:
         await engine.submit(tasks)
         await engine.wait_settled(t.id for t in tasks)
     runs = [(await store.runs(t.id))[0] for t in tasks]

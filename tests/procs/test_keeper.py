@@ -64,6 +64,7 @@ def test_the_keeper_runs_on_the_standard_library_and_its_own_modules() -> None:
         "tui.procs",
         "tui.procs.keeper_afterlife",
         "tui.procs.keeper_agent",
+        "tui.procs.keeper_slots",
         "tui.procs.keeper_spawn",
         "tui.procs.keeper_starts",
     }

@@ -7,8 +7,9 @@ automatic retries coming due, and starting runs in free slots. A part of ``Engin
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from tui.engine.adapter import RunResult
@@ -24,6 +25,13 @@ from tui.store.records import TaskRecord
 
 # Why a task whose dependencies are done queues (the journal's reason).
 READY = "ready to run"
+# Runs sent ahead of a free slot, at most (and at most the concurrency): their agents start at
+# the keeper the moment one of the runs going on ends, without the engine's round trip
+# (tui.procs.keeper_slots). Only while runs are quick: QUICK seconds from their agent's start
+# to their end, the last ``concurrency`` of them in a row. A longer one stops it; then a run
+# sent ahead would wait for long (shown RUNNING, its agent not started) or be given back.
+AHEAD = 8
+QUICK = 0.05
 
 if TYPE_CHECKING:
     from tui.engine.runner import RunHost
@@ -39,6 +47,9 @@ class Dispatch(EngineCore):
     _wake: asyncio.Event
     _batch: asyncio.Lock
     _started: bool
+    _quick: int  # runs in a row that were quick (QUICK)
+    _ahead_most: int  # AHEAD, or what the engine was made with
+    _holds: Callable[[TaskRecord], bool] | None  # the executor's: a run may be sent ahead
 
     def _took(self, rec: TaskRecord) -> None:
         """The store returned ``rec`` as a transaction left it: it replaces what we knew."""
@@ -294,7 +305,11 @@ class Dispatch(EngineCore):
         return next_due
 
     async def _start_runnable(self) -> None:
-        picked = self.queue.pick(self._busy(), self._agent_type, self._runnable)
+        ahead = self._ahead()
+        holdable = self._holdable if ahead else None
+        picked = self.queue.pick(
+            self._busy(), self._agent_type, self._runnable, ahead=ahead, holdable=holdable
+        )
         # Started together, so their store calls share one round trip; a slot is taken only
         # once its run is stored, and nothing else starts tasks meanwhile (this loop is the
         # only caller, and it waits here).
@@ -313,8 +328,36 @@ class Dispatch(EngineCore):
         The task is taken off the queue: it is started by the caller or put back."""
         if not self._started or self._batch.locked() or not len(self.queue):
             return None
-        picked = self.queue.pick(self._busy(freeing), self._agent_type, self._runnable, most=1)
+        ahead = self._ahead()
+        picked = self.queue.pick(
+            self._busy(freeing),
+            self._agent_type,
+            self._runnable,
+            most=1,
+            ahead=ahead,
+            holdable=self._holdable if ahead else None,
+        )
         return picked[0] if picked else None
+
+    def _ahead(self) -> int:
+        """How many runs may be sent ahead of a free slot now (AHEAD): none with limits per
+        agent type (the keeper counts one concurrency), an executor that cannot hold a start
+        (Ray, no keeper), or runs that were not quick of late."""
+        c = self.queue.concurrency
+        if self._quick < c or self._holds is None or self.queue.agent_limits:
+            return 0
+        return min(c, self._ahead_most)
+
+    def _holdable(self, task_id: str) -> bool:
+        return self._holds is not None and self._holds(self._tasks[task_id])
+
+    def _paced(self, run: Run) -> None:
+        """``run`` ended: whether runs are quick enough to send some ahead (``_ahead``)."""
+        if run.began:
+            quick = time.monotonic() - run.began < QUICK
+            self._quick = self._quick + 1 if quick else 0
+        elif run.kill_reason == "unstarted":  # it waited for a slot in vain: runs are long
+            self._quick = 0
 
     def _busy(self, freeing: str | None = None) -> Mapping[str, int]:
         """The runs going on (but ``freeing``'s) per agent type, as ``RunQueue.pick`` takes

@@ -30,24 +30,38 @@ class RunQueue:
         agent_type: Callable[[str], str],
         runnable: Callable[[str], bool],
         most: int | None = None,
+        ahead: int = 0,
+        holdable: Callable[[str], bool] | None = None,
     ) -> list[str]:
         """Task ids to start now, best first.
 
         ``busy`` counts the runs going on, per agent type; ``agent_type`` gives a task's;
         ``runnable`` says whether a queued id is still QUEUED and not running (an entry can
         be stale: cancelled, or queued twice after a retry), stale entries are dropped.
-        ``most``: pick at most that many.
+        ``most``: pick at most that many. ``ahead`` (only without agent limits): that many
+        more than the free slots may be picked, sent ahead to wait for one, as long as the
+        next in line is ``holdable``; the first that is not keeps its place and ends it.
         """
         picked: list[str] = []
-        free = self.concurrency - sum(busy.values())
+        in_use = sum(busy.values())
+        free = self.concurrency - in_use
+        if not self.agent_limits:  # no type is held back: the first runnable ones, in order
+            room = free + ahead if holdable is not None else free
+            if most is not None:
+                room = min(room, most)
+            heap = self._heap
+            while heap and len(picked) < room:
+                task_id = heap[0][2]
+                if task_id in picked or not runnable(task_id):
+                    heapq.heappop(heap)
+                    continue
+                if len(picked) >= free and not (holdable is not None and holdable(task_id)):
+                    break  # no slot free for it: it waits for one in its place
+                heapq.heappop(heap)
+                picked.append(task_id)
+            return picked
         if most is not None:
             free = min(free, most)
-        if not self.agent_limits:  # no type is held back: the first runnable ones, in order
-            while self._heap and len(picked) < free:
-                task_id = heapq.heappop(self._heap)[2]
-                if task_id not in picked and runnable(task_id):
-                    picked.append(task_id)
-            return picked
         taken: Counter[str] = Counter()
         held: list[tuple[int, int, str]] = []
         while self._heap and len(picked) < free:

@@ -116,6 +116,7 @@ class RunEnd(EngineCore):
             await self._cascade_failure(task_id)
 
     async def _finish(self, run: Run, result: RunResult) -> None:
+        self._paced(run)
         task_id = run.task_id
         rec = self._tasks[task_id]
         task = rec.task  # a property of the record: read once
@@ -174,7 +175,8 @@ class RunEnd(EngineCore):
         # The run's end, the result and the task's next state share one transaction.
         move: Move | None
         if interrupted:
-            move, retrying, stored = interrupted_move(rec), False, None
+            why = error if run.kill_reason == "unstarted" else "interrupted"
+            move, retrying, stored = interrupted_move(rec, why), False, None
         elif review:
             move, retrying = None, False
         else:
@@ -228,7 +230,7 @@ class RunEnd(EngineCore):
         and ~9 calls a task. What else the end causes wakes it by itself (``_enqueue``, a
         ``_move``, a cascade)."""
         return (
-            len(self._running) < self.queue.concurrency
+            len(self._running) < self.queue.concurrency + self._ahead()
             or task_id in self._retrying
             or bool(self._subtask_dirty)
         )

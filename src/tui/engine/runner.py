@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
+import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,7 +24,7 @@ from tui.engine.output import LineCounter
 from tui.model.duration import format_duration
 from tui.model.states import State
 from tui.procs.groups import terminate_group
-from tui.procs.keeper_client import Keeper, KeeperLost
+from tui.procs.keeper_client import Keeper, KeeperLost, NotStarted
 from tui.procs.kept_child import KeptChild
 from tui.procs.process import Child, Spawner, spawn
 from tui.procs.run_env import RunEnv
@@ -47,7 +48,8 @@ class Run(LineCounter):
     proc: Child | None = None
     recorded: asyncio.Future[None] | None = None  # the process stored in its run row
     # "timeout" | "cancel" | "shutdown" | "disk_full" | "lost" (the executor lost the worker
-    # that ran it: a Ray node died). "shutdown" and "lost" are interrupted attempts, not counted.
+    # that ran it: a Ray node died) | "unstarted" (sent ahead, no slot came free in time:
+    # nothing of it ran). The last three are interrupted attempts, not counted.
     kill_reason: str = ""
     kill_error: str = ""  # why, for "disk_full" (and a "cancel" not by the user)
     # Who holds the run's end until it is stored, for a next engine: "log" (the end log),
@@ -57,6 +59,7 @@ class Run(LineCounter):
     # nothing of it (the next engine finishes it, tui.engine.run_end).
     waiting_room: bool = False
     runner: asyncio.Task[None] | None = None  # the engine's task carrying the run to its end
+    began: float = 0.0  # time.monotonic() as its agent was reported started (0: not yet)
     open_questions: set[str] = field(default_factory=set)
     _inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] | None = field(default=None, repr=False)
     # The timeout's clock (``working``/``waiting``), made when first asked for: only a run
@@ -93,7 +96,7 @@ class Run(LineCounter):
     @property
     def interrupted(self) -> bool:
         """Ended by the engine's side (stopping, or a worker lost), not by the task."""
-        return self.kill_reason in ("shutdown", "lost")
+        return self.kill_reason in ("shutdown", "lost", "unstarted")
 
     def pause_clock(self) -> None:
         """A person was asked: the timeout stops counting."""
@@ -118,6 +121,8 @@ class RunHost(Protocol):
     def engine_id(self) -> str: ...
     @property
     def db_path(self) -> str: ...
+    @property
+    def concurrency(self) -> int: ...
 
     async def output_lines(
         self, run: Run, stream: int, lines: list[str], end: int | None = None
@@ -240,6 +245,7 @@ class RunCtx:
 
     async def process_started(self, proc: Child) -> None:
         self._run.proc = proc
+        self._run.began = time.monotonic()
         if isinstance(proc, KeptChild):  # it keeps the run's output until it is stored
             self._run.ack = proc.ack
         self._host.process_started(self._run, proc)
@@ -277,17 +283,21 @@ class LocalExecutor:
                 )
             spawner = self.spawner
             keeper = self.keeper
-            if keeper is not None and task.worktree is None and adoptive(adapter):
-                # Its agent outlives this engine if it dies: the next one carries it on.
-                if not keeper.set_up:  # told once (three calls a run saved after that)
+            if keeper is not None:
+                adoptable = task.worktree is None and adoptive(adapter) is not None
+                if adoptable and not keeper.set_up:  # told once (three calls a run saved)
+                    # Its agent outlives this engine if it dies: the next one carries it on.
                     keeper.setup(host.engine_id, host.db_path)
-                spawner = _adoptable(keeper, run.run_id)
+                spawner = _Counted(keeper, run, host.concurrency, adoptable)
             result = await adapter.run(RunCtx(host, run, rec, began, spawner))
             if isinstance(run.proc, KeptChild) and run.proc.lost:
                 return self._lost(run)
             return result
         except KeeperLost:
             return self._lost(run)
+        except NotStarted:
+            run.kill_reason = "unstarted"
+            return RunResult(State.FAILED, error="not started: no slot came free in time")
         except AdapterError as e:
             return RunResult(State.FAILED, error=str(e))
         except asyncio.CancelledError:
@@ -343,6 +353,18 @@ class LocalExecutor:
             if proc.returncode is None:
                 await terminate_group(proc.pid, grace=0.5, proc=proc)
 
+    def holds(self, rec: TaskRecord) -> bool:
+        """Whether a run of ``rec`` may be sent ahead of a free slot (tui.engine.dispatch):
+        its agent's start then waits at the keeper, or is given back if none comes free in
+        time — only a plain command's (adoptable) run, which does nothing before its agent
+        starts; not one in a worktree (made first)."""
+        task = rec.task
+        return (
+            self.keeper is not None
+            and task.worktree is None
+            and adoptive(self.adapters.get(task.agent.type)) is not None
+        )
+
     async def close(self) -> None:
         if self.keeper is not None:
             await self.keeper.close()
@@ -363,9 +385,52 @@ class LocalExecutor:
             run.runner.cancel()
 
 
-def _adoptable(keeper: Keeper, run_id: int) -> Spawner:
-    """The keeper's spawn for this run, its agent one the next engine may adopt."""
-    return functools.partial(keeper.spawn, run_id=run_id, adoptable=True)
+class _Counted:
+    """The keeper's spawn for one run: its first agent takes one of the keeper's slots (the
+    engine's concurrency), so that the keeper can start a run sent ahead the moment a slot
+    frees (tui.procs.keeper_slots). An ``adoptable`` run's agent (a plain command's) outlives
+    this engine if it dies, for the next one to carry on; such a run may be sent ahead: its
+    start then waits for a slot, its timeout not counting meanwhile."""
+
+    __slots__ = ("adoptable", "keeper", "run", "slots")
+
+    def __init__(self, keeper: Keeper, run: Run, slots: int, adoptable: bool) -> None:
+        self.keeper = keeper
+        self.run = run
+        self.slots = slots
+        self.adoptable = adoptable
+
+    async def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: int = subprocess.DEVNULL,
+        executable: str | None = None,
+    ) -> Child:
+        slots = self.slots
+        run = self.run
+        hold = self.adoptable and slots > 0
+        if hold:
+            run.pause_clock()
+        try:
+            child = await self.keeper.spawn(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=stdin,
+                executable=executable,
+                run_id=run.run_id if self.adoptable else 0,
+                adoptable=self.adoptable,
+                slots=slots,
+                hold=hold,
+            )
+        finally:
+            if hold:
+                run.resume_clock()
+        self.slots = 0  # its slot is taken: a second process of the run is not counted
+        return child
 
 
 async def watch_timeout(run: Run, timeout: float, kill: Callable[[Run], Awaitable[None]]) -> None:
@@ -394,5 +459,6 @@ def ended_as(run: Run, rec: TaskRecord, result: RunResult) -> tuple[State, str]:
         return State.FAILED, run.kill_error
     if run.interrupted and result.outcome != State.COMPLETED:
         # Not when the agent had finished its work as the engine stopped: it must not rerun.
-        return State.FAILED, result.error if run.kill_reason == "lost" else "interrupted"
+        said = run.kill_reason in ("lost", "unstarted")
+        return State.FAILED, result.error if said else "interrupted"
     return result.outcome, result.error

@@ -34,7 +34,7 @@ from tui.engine.adapter import Adapter, declared_adapters
 from tui.engine.adoption import Adoption
 from tui.engine.children import Children
 from tui.engine.clock import Clock, RealClock
-from tui.engine.dispatch import READY, Dispatch
+from tui.engine.dispatch import AHEAD, READY, Dispatch
 from tui.engine.end_log import EndLog, ends_path
 from tui.engine.errors import EngineBusy, EngineError
 from tui.engine.events import Cursor, Event
@@ -94,6 +94,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks, TaskCommands):
         shell: str = "bash",
         executor: Executor | None = None,
         defaults: FileDefaults | None = None,
+        ahead: int = AHEAD,
     ) -> None:
         super().__init__()
         # on_error, on_max_retries and hooks for tasks (and files) that do not set them.
@@ -117,6 +118,9 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks, TaskCommands):
         self.queue = RunQueue(concurrency, agent_limits)
         self._retrying: set[str] = set()  # tasks waiting for an automatic retry
         self._running: dict[str, Run] = {}
+        self._quick = 0
+        self._ahead_most = ahead  # runs sent ahead of a free slot, at most (0: none)
+        self._holds = getattr(self.executor, "holds", None)  # tui.engine.dispatch._ahead
         self._runners: set[asyncio.Task[None]] = set()  # until each has fully finished
         self._stopping = False
         self._ends_left: list[Run] = []

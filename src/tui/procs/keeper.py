@@ -11,7 +11,10 @@ engine → keeper:
   ("base", env)  first: the environment spawns' env_set / env_unset are relative to
   ("setup", engine_id, listen_path, spill_dir, results_path, wait)  where a keeper whose
                    engine died waits for the next one (see below)
-  ("spawn", key, argv, env_set, env_unset, cwd, executable, want_stdin, run_id, adoptable)
+  ("spawn", key, argv, env_set, env_unset, cwd, executable, want_stdin, run_id, adoptable,
+   slots, hold)  slots > 0: a run's first agent, counted against that concurrency; hold: it
+                   may wait for a slot (tui.procs.keeper_slots)
+  ("drop", key)  a held start's run was cancelled: not to be started
   ("stdin", key, bytes | None)  None: close it
   ("read", key, stream, n)  the engine took n bytes of that stream
   ("ack", key, stream, offset)  the engine has committed that stream's lines up to there
@@ -20,6 +23,7 @@ engine → keeper:
   ("stop",)  the engine stops: its EOF is not a crash
 keeper → engine:
   ("spawned", key, pid, start_time) | ("failed", key, errno, message, filename)
+  | ("withdrawn", key)  a held start never started: no slot within its time, a drop, a stop
   ("out", key, stream, bytes)  b"": that stream's EOF
   ("exited", key, code)  the leader's exit, as ``Child.wait`` means it
 
@@ -55,6 +59,7 @@ if __name__ == "__main__":
 
 from tui.procs.keeper_afterlife import FRAME_LEN, Afterlife
 from tui.procs.keeper_agent import Agent
+from tui.procs.keeper_slots import Slots
 from tui.procs.keeper_spawn import BaseEnv, proc_start_time
 from tui.procs.keeper_starts import Start, Started, Starts
 
@@ -93,6 +98,7 @@ class Keeper:
         self.orphaned = False  # its first engine died: it exits once its agents are handed on
         self.base_env = BaseEnv({k: k + b"=" + v for k, v in os.environb.items()})
         self.starts = Starts(SPAWN_THREADS)
+        self.slots = Slots()
         self.watch(sock.fileno(), self._from_engine, sock)
         self.watch(self.starts.wake_r, self._spawned, self.starts.wake_r)
 
@@ -103,7 +109,13 @@ class Keeper:
             timeout = -1.0
             if self.sock is None and self.afterlife is not None:
                 timeout = self.afterlife.time_left()
+            if self.slots.held:  # a held start's time runs out
+                wait = self.slots.wait()
+                timeout = wait if timeout < 0 else min(timeout, wait)
             self._handle(self.epoll.poll(timeout))
+            if self.slots.held:
+                for key in self.slots.expired():
+                    self.outbox.append(("withdrawn", key))
             if self.outbox and not self.finished:
                 self._handle(self.epoll.poll(0))
             self._send()
@@ -185,13 +197,26 @@ class Keeper:
         want_stdin: bool,
         run_id: int = 0,
         adoptable: bool = False,
+        slots: int = 0,
+        hold: bool = False,
     ) -> None:
         # os.fsencode's own work, without its checks (the engine sends str): ~2.5 us a spawn.
         enc, how = FS_ENCODING
         changed = [(k.encode(enc, how), f"{k}={v}".encode(enc, how)) for k, v in env_set.items()]
         env = (self.base_env, changed, [os.fsencode(name) for name in env_unset])
         adoptable = adoptable and self.afterlife is not None
-        self.starts.put(Start(key, argv, env, cwd, executable, want_stdin, run_id, adoptable))
+        start = Start(key, argv, env, cwd, executable, want_stdin, run_id, adoptable)
+        if slots and not self.slots.admit(start, slots, hold and not self.stopping):
+            return  # held until a slot is free (or withdrawn)
+        self.starts.put(start)
+
+    def _on_drop(self, key: int) -> None:
+        if self.slots.drop(key):
+            self.outbox.append(("withdrawn", key))
+
+    def _slot_freed(self, key: int) -> None:
+        for start in self.slots.freed(key):
+            self.starts.put(start)
 
     def _spawned(self, _fd: int) -> None:
         for started in self.starts.take():
@@ -201,6 +226,7 @@ class Keeper:
         key = started.key
         e = started.error
         if e is not None:
+            self._slot_freed(key)
             if isinstance(e, OSError):
                 self.outbox.append(("failed", key, e.errno or 0, e.strerror or str(e), e.filename))
             else:
@@ -272,6 +298,8 @@ class Keeper:
 
     def _on_stop(self) -> None:
         self.stopping = True
+        for key in self.slots.clear():
+            self.outbox.append(("withdrawn", key))
 
     def _on_claim(self, key: int, out_offset: int, err_offset: int) -> None:
         """The engine that adopts this agent has its lines up to these offsets: the rest,
@@ -295,9 +323,11 @@ class Keeper:
     def _engine_gone(self) -> None:
         assert self.sock is not None
         self.unwatch(self.sock.fileno())
+        self._send()  # what this turn had to say (a stop's withdrawn starts): its write end is open
         self.sock.close()
         self.sock = None
         self.inbuf.clear()
+        self.slots.clear()  # no engine to run them for: never started
         if self.stopping:
             self.finished = True
             return
@@ -426,6 +456,8 @@ class Keeper:
             code = 255
         agent.pid = 0
         agent.code = code
+        if self.slots.live:
+            self._slot_freed(agent.key)
         if self.agents.get(agent.key) is agent:
             if agent.heard:
                 self.outbox.append(("exited", agent.key, code))

@@ -45,7 +45,7 @@ from tui.procs.kept_runs import (
 from tui.procs.process import Child
 from tui.procs.run_env import layers
 
-__all__ = ["Keeper", "KeeperLost"]
+__all__ = ["Keeper", "KeeperLost", "NotStarted"]
 
 CLOSE_WAIT = 10.0  # seconds a stopping keeper has to exit
 _KEEPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keeper.py")
@@ -63,6 +63,11 @@ log = logging.getLogger(__name__)
 
 class KeeperLost(Exception):
     """The keeper process died while starting an agent."""
+
+
+class NotStarted(Exception):
+    """A start sent ahead (``hold``) found no free slot in time and was given back: nothing
+    of it ran (tui.procs.keeper_slots)."""
 
 
 class _Link(asyncio.Protocol):
@@ -288,10 +293,14 @@ class Keeper:
         executable: str | None = None,
         run_id: int = 0,
         adoptable: bool = False,
+        slots: int = 0,
+        hold: bool = False,
     ) -> Child:
         """As :func:`tui.procs.process.spawn`, the process started by the keeper. An
         ``adoptable`` agent (of run ``run_id``) outlives an engine that dies, for the next one
-        to adopt (see :meth:`setup`)."""
+        to adopt (see :meth:`setup`). ``slots`` > 0: a run's agent, counted against that
+        concurrency; with ``hold`` it starts only once fewer are alive, and raises
+        :class:`NotStarted` if no slot comes free in time (tui.procs.keeper_slots)."""
         if isinstance(argv, str | bytes) or not argv:
             raise ValueError("argv must be a non-empty sequence of arguments, not a string")
         self.start()
@@ -320,6 +329,8 @@ class Keeper:
                 want_stdin,
                 run_id,
                 adoptable,
+                slots,
+                hold,
             )
         )
         try:
@@ -327,9 +338,11 @@ class Keeper:
             # spawn): a cancel here cancels ``fut``, and the reply then ends the child.
             return await fut
         except asyncio.CancelledError:
-            # The child starts all the same: it must not outlive this call.
+            # The child may start all the same: it must not outlive this call.
             if not fut.cancelled():  # its reply came before the cancel took effect
                 fut.add_done_callback(_abandon)
+            elif hold:  # held, it need not start at all
+                self._send(("drop", key))
             raise
 
     def _env_diff(self, env: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]:
@@ -413,6 +426,10 @@ class Keeper:
                 exc: Exception = OSError(errno, message, filename) if errno else ValueError(message)
                 if not fut.cancelled():
                     fut.set_exception(exc)
+            elif kind == "withdrawn":
+                fut, _, _ = self._pending.pop(msg[1])
+                if not fut.cancelled():
+                    fut.set_exception(NotStarted("no slot came free in time"))
 
     def _gone(self) -> None:
         self._transport = None
