@@ -18,6 +18,7 @@ from tests.procs.children import communicate
 from tui.procs import keeper_client
 from tui.procs.keeper_client import Keeper, KeeperLost, NotStarted
 from tui.procs.keeper_slots import HOLD_ENV
+from tui.procs.kept_child import KeptChild
 from tui.procs.process import Child
 
 
@@ -111,7 +112,12 @@ async def test_a_cancelled_held_start_never_starts(
     # often before its command did anything: seen here, not by its file alone.
     killed: list[int] = []
     end = keeper_client._end
-    monkeypatch.setattr(keeper_client, "_end", lambda child: (killed.append(child.pid), end(child)))
+
+    def spy(child: KeptChild) -> None:
+        killed.append(child.pid)
+        end(child)
+
+    monkeypatch.setattr(keeper_client, "_end", spy)
     first = await _holder(slow_keeper)
     ran = tmp_path / "ran"
     held = asyncio.create_task(
