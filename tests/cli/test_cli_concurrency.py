@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.cli.cli_support import Tui, shell_task, write_tasks
+from tui.engine.dispatch import AHEAD
 
 TASKS = 8
 LIMIT = 3
@@ -44,10 +45,12 @@ def test_concurrency_limit_is_reached_and_never_exceeded(tui: Tui) -> None:
     assert max(counts) <= LIMIT, counts
     assert max(counts) == LIMIT, counts
     assert len(list((tui.dir / "started").iterdir())) == TASKS
-    # The engine's own record agrees: never more than LIMIT RUNNING at once.
+    # The engine's own record: LIMIT RUNNING at once, and at most as many more as it sends
+    # ahead of a free slot once runs are quick (their agents start only as slots free: the
+    # counts above; tui.engine.dispatch).
     running = 0
     peak = 0
     for _, _, frm, to, _ in tui.transitions():
         running += (to == "RUNNING") - (frm == "RUNNING")
         peak = max(peak, running)
-    assert peak == LIMIT
+    assert LIMIT <= peak <= LIMIT + min(LIMIT, AHEAD)

@@ -34,3 +34,29 @@ def test_stale_and_duplicate_entries_are_dropped() -> None:
     picked = q.pick({}, lambda _: "shell", lambda tid: tid != "gone")
     assert picked == ["x", "y"]
     assert len(q) == 0
+
+
+def test_runs_sent_ahead_fill_up_to_slots_plus_ahead_and_stop_at_one_that_cannot_wait() -> None:
+    q = RunQueue(concurrency=2)
+    order = ["s1", "s2", "s3", "s4", "agent", "s5"]
+    for seq, tid in enumerate(order):
+        q.push(1, seq, tid)
+    kind = {tid: "claude" if tid == "agent" else "shell" for tid in order}
+    holdable = lambda tid: kind[tid] == "shell"  # noqa: E731
+    # Two slots free, two more ahead.
+    assert q.pick({"": 0}, kind.__getitem__, lambda _: True, ahead=2, holdable=holdable) == [
+        "s1",
+        "s2",
+        "s3",
+        "s4",
+    ]
+    # Four going on (two of them sent ahead): none free, none more ahead.
+    assert q.pick({"": 4}, kind.__getitem__, lambda _: True, ahead=2, holdable=holdable) == []
+    # One ended: room for one more ahead, but the next in line cannot wait for a slot: it
+    # keeps its place, and nothing behind it passes it.
+    assert q.pick({"": 3}, kind.__getitem__, lambda _: True, ahead=2, holdable=holdable) == []
+    # A slot free: it starts, and the one behind it goes ahead.
+    assert q.pick({"": 1}, kind.__getitem__, lambda _: True, ahead=2, holdable=holdable) == [
+        "agent",
+        "s5",
+    ]

@@ -58,6 +58,8 @@ class Adopted:
 
 
 class Adoption(EngineCore):
+    _adopted_runs: int  # going on now (tui.engine.dispatch sends nothing ahead meanwhile)
+
     async def _adopt_kept(self, ended: Collection[int]) -> dict[int, Adopted]:
         """Claim the open runs of dead engines whose agents their keepers kept (the runs in
         ``ended`` aside: the end log finishes those), by run id."""
@@ -139,6 +141,7 @@ class Adoption(EngineCore):
                     )
                 )
             self._running[rec.id] = run
+            self._adopted_runs += 1  # under a dead engine's keeper: nothing is sent ahead
             tail = await self._stdout_tail(run)
             run.runner = asyncio.create_task(
                 self._adopted(run, a, tail), name=f"run-{rec.name}-adopted"
@@ -151,7 +154,10 @@ class Adoption(EngineCore):
         rec = self._tasks[run.task_id]
         elapsed = max(0.0, time.time() - a.row.started_at)
         host = cast("RunHost", self)
-        result = await executor.adopt(run, rec, host, a.proc, a.offsets, tail, elapsed)
+        try:
+            result = await executor.adopt(run, rec, host, a.proc, a.offsets, tail, elapsed)
+        finally:
+            self._adopted_runs -= 1
         await self._finish(run, result)
 
     async def _stdout_tail(self, run: Run) -> list[str]:

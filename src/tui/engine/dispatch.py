@@ -49,6 +49,7 @@ class Dispatch(EngineCore):
     _started: bool
     _quick: int  # runs in a row that were quick (QUICK)
     _ahead_most: int  # AHEAD, or what the engine was made with
+    _adopted_runs: int  # runs going on under a dead engine's keeper (tui.engine.adoption)
     _holds: Callable[[TaskRecord], bool] | None  # the executor's: a run may be sent ahead
 
     def _took(self, rec: TaskRecord) -> None:
@@ -342,9 +343,12 @@ class Dispatch(EngineCore):
     def _ahead(self) -> int:
         """How many runs may be sent ahead of a free slot now (AHEAD): none with limits per
         agent type (the keeper counts one concurrency), an executor that cannot hold a start
-        (Ray, no keeper), or runs that were not quick of late."""
+        (Ray, no keeper), runs adopted from a dead engine still going on, or runs that were not
+        quick of late."""
         c = self.queue.concurrency
         if self._quick < c or self._holds is None or self.queue.agent_limits:
+            return 0
+        if self._adopted_runs:  # their agents take slots this engine's keeper does not count
             return 0
         return min(c, self._ahead_most)
 

@@ -120,6 +120,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks, TaskCommands):
         self._running: dict[str, Run] = {}
         self._quick = 0
         self._ahead_most = ahead  # runs sent ahead of a free slot, at most (0: none)
+        self._adopted_runs = 0
         self._holds = getattr(self.executor, "holds", None)  # tui.engine.dispatch._ahead
         self._runners: set[asyncio.Task[None]] = set()  # until each has fully finished
         self._stopping = False
