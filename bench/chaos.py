@@ -138,12 +138,14 @@ def wait_dead(pid: int) -> None:
 
 
 class Workload:
-    def __init__(self, tmp: Path, per_wave: int) -> None:
+    def __init__(self, tmp: Path, per_wave: int, quick: bool = False) -> None:
         self.token = uuid.uuid4().hex  # in every side effect and every script: this run's
         self.effects = tmp / "effects.txt"
         self.spawns = tmp / "spawns"
         self.spawns.mkdir()
         self.per_wave = per_wave
+        # Quick tasks (no sleeps): runs then go ahead of free slots (tui.engine.dispatch).
+        self.pause = "" if quick else " if [ $((i % 8)) = 0 ]; then sleep 0.03; fi;"
         self.waves = 0
         self.failing: set[str] = set()
         self.kills: list[float] = []  # when each SIGKILL was sent (wall time)
@@ -163,8 +165,7 @@ class Workload:
             script = "\n".join(
                 [
                     f': "{self.token}"; : > "{self.spawns}/$TUI_RUN_ID"',
-                    f"for i in $(seq 1 {LINES}); do echo {name}-$i;"
-                    " if [ $((i % 8)) = 0 ]; then sleep 0.03; fi; done",
+                    f"for i in $(seq 1 {LINES}); do echo {name}-$i;{self.pause} done",
                     (
                         f'if [ "$TUI_ATTEMPT" -lt 2 ]; then echo "{self.token} {name}'
                         f' $TUI_RUN_ID $EPOCHREALTIME" >> "{self.effects}"; exit 1; fi'
@@ -220,7 +221,7 @@ async def chaos(tmp: Path, args: argparse.Namespace, rng: random.Random) -> dict
     from tui.daemon.lifecycle import ensure, stop
 
     db = tmp / "chaos.db"
-    work = Workload(tmp, args.tasks)
+    work = Workload(tmp, args.tasks, args.quick)
     seen: dict[int, str] = {}
     modes: Counter[str] = Counter()
     submitted = 0
@@ -409,6 +410,9 @@ async def main() -> int:
         help=f"kill modes, in turn (default {','.join(KILL_MODES)}; also {STALL_MODE})",
     )
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument(
+        "--quick", action="store_true", help="tasks without sleeps (runs sent ahead of slots)"
+    )
     args = ap.parse_args()
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: where is it stuck?
     asyncio.get_running_loop().add_signal_handler(  # `kill -USR2 PID`: and its coroutines?
