@@ -163,3 +163,19 @@ async def test_a_stop_gives_back_a_run_sent_ahead_unstarted(
         await engine.wait_settled([blocker.id, ahead.id])
         await writer
     assert (fifos / "ran").read_text() == "ran\n"
+
+
+async def test_a_task_with_hooks_is_not_sent_ahead(holding: Engine, fifos: Path) -> None:
+    # Sent ahead and given back, its on_start would be called twice for one start.
+    quick, blocker, ahead = _scene(fifos, hooks={"on_start": ["true"]})
+    await holding.submit(quick)
+    await holding.wait_settled(t.id for t in quick)
+    await holding.submit([blocker, ahead])
+    await wait_state(holding, blocker.id, State.RUNNING)
+    await _release(fifos)
+    await holding.wait_settled([blocker.id, ahead.id])
+    order = [
+        (tid, to) for tid, _, to, _, _ in await holding.store.transitions() if tid != quick[0].id
+    ]
+    blocker_done = order.index((blocker.id, State.COMPLETED))
+    assert order.index((ahead.id, State.RUNNING)) > blocker_done, "it was sent ahead"

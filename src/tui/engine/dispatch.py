@@ -34,6 +34,7 @@ AHEAD = 8
 QUICK = 0.05
 
 if TYPE_CHECKING:
+    from tui.engine.hooks import HookRunner
     from tui.engine.runner import RunHost
     from tui.store.records import RunStart
 
@@ -51,6 +52,7 @@ class Dispatch(EngineCore):
     _ahead_most: int  # AHEAD, or what the engine was made with
     _adopted_runs: int  # runs going on under a dead engine's keeper (tui.engine.adoption)
     _holds: Callable[[TaskRecord], bool] | None  # the executor's: a run may be sent ahead
+    hooks: HookRunner
 
     def _took(self, rec: TaskRecord) -> None:
         """The store returned ``rec`` as a transaction left it: it replaces what we knew."""
@@ -353,7 +355,9 @@ class Dispatch(EngineCore):
         return min(c, self._ahead_most)
 
     def _holdable(self, task_id: str) -> bool:
-        return self._holds is not None and self._holds(self._tasks[task_id])
+        # Not a task with hooks: one sent ahead and given back would call its on_start twice.
+        rec = self._tasks[task_id]
+        return self._holds is not None and self._holds(rec) and self.hooks.hooks_of(rec) is None
 
     def _paced(self, run: Run) -> None:
         """``run`` ended: whether runs are quick enough to send some ahead (``_ahead``)."""
