@@ -296,7 +296,7 @@ class LocalExecutor:
         except KeeperLost:
             return self._lost(run)
         except NotStarted:
-            run.kill_reason = "unstarted"
+            run.kill_reason = run.kill_reason or "unstarted"  # a cancel meanwhile stays one
             return RunResult(State.FAILED, error="not started: no slot came free in time")
         except AdapterError as e:
             return RunResult(State.FAILED, error=str(e))
