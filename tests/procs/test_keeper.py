@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import importlib.util
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -18,6 +19,8 @@ import pytest
 
 from tests.procs.children import communicate, read_all
 from tui.procs.keeper import READ_CHUNK, WINDOW
+from tui.procs.keeper import Keeper as KeeperLoop
+from tui.procs.keeper_afterlife import FRAME_LEN
 from tui.procs.keeper_client import _KEEPER, Keeper
 from tui.procs.kept_child import KeptChild
 from tui.procs.process import proc_start_time
@@ -341,3 +344,32 @@ def _wchan(pid: int) -> str:
         return Path(f"/proc/{pid}/wchan").read_text()
     except OSError:
         return ""
+
+
+def test_spawns_that_cross_the_stop_leave_no_process() -> None:
+    """The engine stops (its runs ended) while spawns it sent are still being started: the
+    keeper, told to stop, ends what those starts made before it exits, not leave them
+    running with nobody to watch them. The keeper's loop run here, in this process, fed one
+    frame (spawns, the stop) and then the engine's end: when its loop returns, a keeper
+    process exits; here its start threads are let finish instead, and whatever they started
+    must be ended already."""
+    marker = f"{os.getpid()}-{time.monotonic_ns()}"
+    ours, theirs = socket.socketpair()
+    loop = KeeperLoop(theirs)
+    try:
+        env = {"TUI_KEEPER_STOP": marker}
+        frame: list[tuple[object, ...]] = [("base", dict(os.environ))]
+        frame += [("spawn", k, ["sleep", "300"], env, [], "/", None, False) for k in range(1, 9)]
+        data = pickle.dumps([*frame, ("stop",)])
+        ours.sendall(FRAME_LEN.pack(len(data)) + data)
+        ours.shutdown(socket.SHUT_WR)
+        loop.run()
+        loop.starts.finish()
+    finally:
+        ours.close()
+        loop.epoll.close()
+    tag = f"TUI_KEEPER_STOP={marker}".encode()
+    left = [pid for pid in _pids() if tag in _environ(pid) and not _zombie(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"{left} outlived the keeper's stop"

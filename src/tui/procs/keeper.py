@@ -328,14 +328,15 @@ class Keeper:
         self.sock = None
         self.inbuf.clear()
         self.slots.clear()  # no engine to run them for: never started
-        if self.stopping:
-            self.finished = True
+        # Starts under way end first: a spawn that crossed the engine's stop, or its death,
+        # must not run on unwatched once this process is gone.
+        self.starts.finish()
+        self._spawned(self.starts.wake_r)
+        if self.stopping:  # every run the engine knew is ended: these are not its any more
+            self.end_all()
             return
         # The engine died: what it started must not run on unwatched (the next engine would
         # run those tasks again beside them), unless the next engine can take it over.
-        # Starts under way end first.
-        self.starts.finish()
-        self._spawned(self.starts.wake_r)
         for agent in list(self.agents.values()):
             if not agent.adoptable:
                 self._on_forget(agent.key)
