@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import importlib.util
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 
 from tests.procs.children import communicate, read_all
 from tui.procs.keeper import READ_CHUNK, WINDOW
+from tui.procs.keeper_afterlife import FRAME_LEN
 from tui.procs.keeper_client import _KEEPER, Keeper
 from tui.procs.kept_child import KeptChild
 from tui.procs.process import proc_start_time
@@ -286,6 +288,77 @@ async def test_a_spawn_cancelled_midway_leaves_no_process(keeper: Keeper) -> Non
     while left := [pid for pid in _pids() if marker in _environ(pid) and not _zombie(pid)]:
         assert time.monotonic() < deadline, f"the cancelled child {left} was left behind"
         await asyncio.sleep(0.01)
+
+
+def test_a_stop_ends_what_the_engine_did_not_end() -> None:
+    # A stop's EOF, an agent still alive that its engine did not end (its spawn's answer
+    # came too late: the engine had cancelled the run and stopped): the keeper kills it
+    # rather than leave it running unrecorded, for the next engine to run that task again.
+    ours, theirs = socket.socketpair()
+    with ours:
+        with theirs:
+            keeper = subprocess.Popen(
+                [sys.executable, "-I", "-S", _KEEPER, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+            )
+        try:
+            argv = ["sh", "-c", "exec sleep 300"]
+            _frame(ours, [("spawn", 1, argv, {}, [], os.getcwd(), None, False)])
+            pid = _spawned(ours)
+            _frame(ours, [("stop",)])
+            ours.shutdown(socket.SHUT_WR)
+            assert keeper.wait(timeout=30) == 0
+            left = proc_start_time(pid) is not None and not _zombie(pid)
+        finally:
+            keeper.kill()
+            keeper.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    assert not left, "the agent outlived its keeper's stop"
+
+
+def _frame(sock: socket.socket, messages: list[tuple[object, ...]]) -> None:
+    data = pickle.dumps(messages, pickle.HIGHEST_PROTOCOL)
+    sock.sendall(FRAME_LEN.pack(len(data)) + data)
+
+
+def _spawned(sock: socket.socket) -> int:
+    """The pid of the keeper's ``spawned`` answer (what comes before it, skipped)."""
+    buf = b""
+    while True:
+        chunk = sock.recv(65536)
+        assert chunk, "the keeper closed the socket"
+        buf += chunk
+        while len(buf) >= FRAME_LEN.size:
+            (size,) = FRAME_LEN.unpack_from(buf)
+            if len(buf) < FRAME_LEN.size + size:
+                break
+            for msg in pickle.loads(buf[FRAME_LEN.size : FRAME_LEN.size + size]):
+                if msg[0] == "spawned":
+                    return int(msg[2])
+                assert msg[0] != "failed", msg
+            buf = buf[FRAME_LEN.size + size :]
+
+
+async def test_spawns_cancelled_as_the_engine_stops_leave_no_process() -> None:
+    # Engine.stop cancels runs whose spawn is on its way (a run sent ahead, or just stored),
+    # then closes the keeper at once: the starts it had under way must not outlive it,
+    # unrecorded, for the next engine to run those tasks again beside them.
+    marker = f"TUI_KEEPER_STOP={os.getpid()}-{time.monotonic_ns()}".encode()
+    env = {**os.environ, "TUI_KEEPER_STOP": marker.split(b"=", 1)[1].decode()}
+    k = Keeper()
+    await communicate(await k.spawn(["true"], cwd=None, env=None))  # it is up
+    tasks = [asyncio.create_task(k.spawn(["sleep", "300"], cwd=None, env=env)) for _ in range(32)]
+    await asyncio.sleep(0)  # the requests are on their way
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await k.close()  # it has exited and been reaped
+    left = [pid for pid in _pids() if marker in _environ(pid) and not _zombie(pid)]
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    assert not left, f"started as the keeper stopped, {left} outlived it"
 
 
 def _pids() -> list[int]:
