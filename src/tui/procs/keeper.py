@@ -329,7 +329,13 @@ class Keeper:
         self.inbuf.clear()
         self.slots.clear()  # no engine to run them for: never started
         if self.stopping:
-            self.finished = True
+            # The engine ended every run it knew of: an agent alive now is one whose spawn
+            # it cancelled (a stop as it was under way) and whose answer it will never read.
+            # Left running, unrecorded, the next engine would run that task again beside it.
+            self.starts.drop_queued()  # not begun: nothing of them runs
+            self.starts.finish()
+            self._spawned(self.starts.wake_r)
+            self.end_all()
             return
         # The engine died: what it started must not run on unwatched (the next engine would
         # run those tasks again beside them), unless the next engine can take it over.
