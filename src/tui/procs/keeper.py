@@ -20,7 +20,8 @@ engine → keeper:
   ("ack", key, stream, offset)  the engine has committed that stream's lines up to there
   ("forget", key)  done with it: its group killed if it still runs, its pipes closed,
                    nothing more reported (the engine says so once the run's end is stored)
-  ("stop",)  the engine stops: its EOF is not a crash
+  ("stop",)  the engine stops: its EOF is not a crash (an agent still alive then, one the
+            engine did not end, is killed)
 keeper → engine:
   ("spawned", key, pid, start_time) | ("failed", key, errno, message, filename)
   | ("withdrawn", key)  a held start never started: no slot within its time, a drop, a stop
