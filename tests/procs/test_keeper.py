@@ -19,7 +19,6 @@ import pytest
 
 from tests.procs.children import communicate, read_all
 from tui.procs.keeper import READ_CHUNK, WINDOW
-from tui.procs.keeper import Keeper as KeeperLoop
 from tui.procs.keeper_afterlife import FRAME_LEN
 from tui.procs.keeper_client import _KEEPER, Keeper
 from tui.procs.kept_child import KeptChild
@@ -291,6 +290,77 @@ async def test_a_spawn_cancelled_midway_leaves_no_process(keeper: Keeper) -> Non
         await asyncio.sleep(0.01)
 
 
+def test_a_stop_ends_what_the_engine_did_not_end() -> None:
+    # A stop's EOF, an agent still alive that its engine did not end (its spawn's answer
+    # came too late: the engine had cancelled the run and stopped): the keeper kills it
+    # rather than leave it running unrecorded, for the next engine to run that task again.
+    ours, theirs = socket.socketpair()
+    with ours:
+        with theirs:
+            keeper = subprocess.Popen(
+                [sys.executable, "-I", "-S", _KEEPER, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+            )
+        try:
+            argv = ["sh", "-c", "exec sleep 300"]
+            _frame(ours, [("spawn", 1, argv, {}, [], os.getcwd(), None, False)])
+            pid = _spawned(ours)
+            _frame(ours, [("stop",)])
+            ours.shutdown(socket.SHUT_WR)
+            assert keeper.wait(timeout=30) == 0
+            left = proc_start_time(pid) is not None and not _zombie(pid)
+        finally:
+            keeper.kill()
+            keeper.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    assert not left, "the agent outlived its keeper's stop"
+
+
+def _frame(sock: socket.socket, messages: list[tuple[object, ...]]) -> None:
+    data = pickle.dumps(messages, pickle.HIGHEST_PROTOCOL)
+    sock.sendall(FRAME_LEN.pack(len(data)) + data)
+
+
+def _spawned(sock: socket.socket) -> int:
+    """The pid of the keeper's ``spawned`` answer (what comes before it, skipped)."""
+    buf = b""
+    while True:
+        chunk = sock.recv(65536)
+        assert chunk, "the keeper closed the socket"
+        buf += chunk
+        while len(buf) >= FRAME_LEN.size:
+            (size,) = FRAME_LEN.unpack_from(buf)
+            if len(buf) < FRAME_LEN.size + size:
+                break
+            for msg in pickle.loads(buf[FRAME_LEN.size : FRAME_LEN.size + size]):
+                if msg[0] == "spawned":
+                    return int(msg[2])
+                assert msg[0] != "failed", msg
+            buf = buf[FRAME_LEN.size + size :]
+
+
+async def test_spawns_cancelled_as_the_engine_stops_leave_no_process() -> None:
+    # Engine.stop cancels runs whose spawn is on its way (a run sent ahead, or just stored),
+    # then closes the keeper at once: the starts it had under way must not outlive it,
+    # unrecorded, for the next engine to run those tasks again beside them.
+    marker = f"TUI_KEEPER_STOP={os.getpid()}-{time.monotonic_ns()}".encode()
+    env = {**os.environ, "TUI_KEEPER_STOP": marker.split(b"=", 1)[1].decode()}
+    k = Keeper()
+    await communicate(await k.spawn(["true"], cwd=None, env=None))  # it is up
+    tasks = [asyncio.create_task(k.spawn(["sleep", "300"], cwd=None, env=env)) for _ in range(32)]
+    await asyncio.sleep(0)  # the requests are on their way
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await k.close()  # it has exited and been reaped
+    left = [pid for pid in _pids() if marker in _environ(pid) and not _zombie(pid)]
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    assert not left, f"started as the keeper stopped, {left} outlived it"
+
+
 def _pids() -> list[int]:
     return [int(n) for n in os.listdir("/proc") if n.isdigit()]
 
@@ -344,32 +414,3 @@ def _wchan(pid: int) -> str:
         return Path(f"/proc/{pid}/wchan").read_text()
     except OSError:
         return ""
-
-
-def test_spawns_that_cross_the_stop_leave_no_process() -> None:
-    """The engine stops (its runs ended) while spawns it sent are still being started: the
-    keeper, told to stop, ends what those starts made before it exits, not leave them
-    running with nobody to watch them. The keeper's loop run here, in this process, fed one
-    frame (spawns, the stop) and then the engine's end: when its loop returns, a keeper
-    process exits; here its start threads are let finish instead, and whatever they started
-    must be ended already."""
-    marker = f"{os.getpid()}-{time.monotonic_ns()}"
-    ours, theirs = socket.socketpair()
-    loop = KeeperLoop(theirs)
-    try:
-        env = {"TUI_KEEPER_STOP": marker}
-        frame: list[tuple[object, ...]] = [("base", dict(os.environ))]
-        frame += [("spawn", k, ["sleep", "300"], env, [], "/", None, False) for k in range(1, 9)]
-        data = pickle.dumps([*frame, ("stop",)])
-        ours.sendall(FRAME_LEN.pack(len(data)) + data)
-        ours.shutdown(socket.SHUT_WR)
-        loop.run()
-        loop.starts.finish()
-    finally:
-        ours.close()
-        loop.epoll.close()
-    tag = f"TUI_KEEPER_STOP={marker}".encode()
-    left = [pid for pid in _pids() if tag in _environ(pid) and not _zombie(pid)]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert left == [], f"{left} outlived the keeper's stop"

@@ -130,7 +130,9 @@ class RunEnd(EngineCore):
         if self._tasks[task_id].state == State.READY and outcome != State.CANCELLED:
             # The agent ended while waiting on a person; READY only leaves through RUNNING.
             await self._move(task_id, State.READY, State.RUNNING, "the agent stopped while waiting")
-        if error and outcome != State.COMPLETED:
+        if error and outcome != State.COMPLETED and run.kill_reason != "unstarted":
+            # Not for a run given back unstarted: nothing of it ran, and the task's log would
+            # open with it before the output of the run that did (the journal says why).
             await self.output.add(run, STDERR, [f"[tui] {error}"])
         # The agent is done and its output read: from here a kill -9 must not make the next
         # engine run it again (tui.engine.end_log), unless its keeper keeps the end already.

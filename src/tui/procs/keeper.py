@@ -20,7 +20,8 @@ engine → keeper:
   ("ack", key, stream, offset)  the engine has committed that stream's lines up to there
   ("forget", key)  done with it: its group killed if it still runs, its pipes closed,
                    nothing more reported (the engine says so once the run's end is stored)
-  ("stop",)  the engine stops: its EOF is not a crash
+  ("stop",)  the engine stops: its EOF is not a crash (an agent still alive then, one the
+            engine did not end, is killed)
 keeper → engine:
   ("spawned", key, pid, start_time) | ("failed", key, errno, message, filename)
   | ("withdrawn", key)  a held start never started: no slot within its time, a drop, a stop
@@ -328,11 +329,15 @@ class Keeper:
         self.sock = None
         self.inbuf.clear()
         self.slots.clear()  # no engine to run them for: never started
-        # Starts under way end first: a spawn that crossed the engine's stop, or its death,
-        # must not run on unwatched once this process is gone.
+        if self.stopping:
+            # The engine ended every run it knew of: an agent alive now is one whose spawn
+            # it cancelled (a stop as it was under way) and whose answer it will never read.
+            # Left running, unrecorded, the next engine would run that task again beside it.
+            self.starts.drop_queued()  # not begun: nothing of them runs
+        # Starts under way end first: none must run on unwatched once this process is gone.
         self.starts.finish()
         self._spawned(self.starts.wake_r)
-        if self.stopping:  # every run the engine knew is ended: these are not its any more
+        if self.stopping:
             self.end_all()
             return
         # The engine died: what it started must not run on unwatched (the next engine would

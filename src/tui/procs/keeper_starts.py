@@ -85,6 +85,12 @@ class Starts:
     def put(self, start: Start) -> None:
         self.requests.put(start)
 
+    def drop_queued(self) -> None:
+        """Forget the starts no thread has begun (the engine stopped: none is to run)."""
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.requests.get_nowait()
+
     def finish(self) -> None:
         """Let the starts under way end, and start no more."""
         for _ in self.threads:
