@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import shell_task, stored, wait_state
+from tui.engine.runner import Run
 from tui.engine.scheduler import Engine
 from tui.model.states import State
 from tui.model.task import Task
@@ -69,7 +71,9 @@ def _scene(where: Path, **behind: object) -> tuple[list[Task], Task, Task]:
     that appends to ``where/ran``."""
     quick = [shell_task(f"q{i}", "true") for i in range(3)]
     blocker = shell_task("blocker", f"read x < {where / 'gate'}", priority="high")
-    ahead = shell_task("ahead", f"echo ran >> {where / 'ran'}", priority="low", **behind)
+    ahead = shell_task(
+        "ahead", f'echo "ran $TUI_ATTEMPT" >> {where / "ran"}', priority="low", **behind
+    )
     return quick, blocker, ahead
 
 
@@ -105,7 +109,7 @@ async def test_a_run_sent_ahead_waits_for_its_slot_and_its_timeout_counts_from_i
     await _release(fifos)
     await holding.wait_settled([blocker.id, ahead.id])
     assert (await stored(holding, ahead.id)).state == State.COMPLETED
-    assert (fifos / "ran").read_text() == "ran\n"
+    assert (fifos / "ran").read_text() == "ran 1\n"
     runs = await holding.store.runs(ahead.id)
     assert [r.outcome for r in runs] == ["COMPLETED"]
     blocker_run = (await holding.store.runs(blocker.id))[0]
@@ -139,10 +143,11 @@ async def test_a_run_sent_ahead_with_no_slot_in_time_goes_back_to_the_queue(
         await engine.wait_settled([blocker.id, ahead.id])
         rec = await stored(engine, ahead.id)
     assert rec.state == State.COMPLETED
-    assert (fifos / "ran").read_text() == "ran\n"  # once
+    # Once, as its first attempt: the run that never started is taken back whole.
+    assert (fifos / "ran").read_text() == "ran 1\n"
     runs = await store.runs(ahead.id)
-    assert [r.outcome for r in runs] == ["interrupted", "COMPLETED"]
-    assert rec.attempt_in_round == 1  # the run that never started used no attempt
+    assert [(r.outcome, r.attempt) for r in runs] == [("COMPLETED", 1)]
+    assert (rec.attempts, rec.attempt_in_round) == (1, 1)
     reasons = [why for tid, _, _, why, _ in await store.transitions() if tid == ahead.id]
     assert "not started: no slot came free in time" in reasons
 
@@ -159,7 +164,7 @@ async def test_a_run_given_back_unstarted_leaves_nothing_in_the_tasks_log(
         await wait_state(engine, ahead.id, State.QUEUED)  # given back, never started
         await _release(fifos)
         await engine.wait_settled([blocker.id, ahead.id])
-    assert [r.outcome for r in await store.runs(ahead.id)] == ["interrupted", "COMPLETED"]
+    assert [r.outcome for r in await store.runs(ahead.id)] == ["COMPLETED"]
     assert [ln.text for ln in await store.read_output(ahead.id)] == []
 
 
@@ -178,7 +183,8 @@ async def test_a_stop_gives_back_a_run_sent_ahead_unstarted(
         writer = asyncio.create_task(_release(fifos))
         await engine.wait_settled([blocker.id, ahead.id])
         await writer
-    assert (fifos / "ran").read_text() == "ran\n"
+    # Once (a stop interrupts: not knowing whether a start crossed it, the attempt is its next).
+    assert (fifos / "ran").read_text() in ("ran 1\n", "ran 2\n")
 
 
 async def test_a_task_with_hooks_is_not_sent_ahead(holding: Engine, fifos: Path) -> None:
@@ -195,3 +201,43 @@ async def test_a_task_with_hooks_is_not_sent_ahead(holding: Engine, fifos: Path)
     ]
     blocker_done = order.index((blocker.id, State.COMPLETED))
     assert order.index((ahead.id, State.RUNNING)) > blocker_done, "it was sent ahead"
+
+
+async def test_after_a_run_given_back_more_quick_runs_are_needed_before_sending_ahead(
+    store: Store,
+) -> None:
+    # A steady mix of quick and slow runs must not give a run back once per slow run: each
+    # withdrawal doubles the quick runs in a row needed; a long quick stretch earns it back.
+    engine = Engine(store, concurrency=2)
+
+    def ended(*, quick: bool = True, unstarted: bool = False) -> None:
+        run = Run("t", 1)
+        if unstarted:
+            run.kill_reason = "unstarted"
+        else:
+            run.began = time.monotonic() - (0 if quick else 1.0)
+        engine._paced(run)
+
+    for _ in range(2):
+        ended()
+    assert engine._ahead() == 2  # two quick in a row at concurrency 2
+    ended(unstarted=True)
+    assert engine._ahead() == 0
+    for _ in range(3):
+        ended()
+    assert engine._ahead() == 0  # four are needed now
+    ended()
+    assert engine._ahead() == 2
+    ended(unstarted=True)  # eight now
+    for _ in range(7):
+        ended()
+    ended(quick=False)  # a slow one starts the count again
+    for _ in range(7):
+        ended()
+    assert engine._ahead() == 0
+    for _ in range(9):  # sixteen in a row: back to four needed
+        ended()
+    ended(quick=False)
+    for _ in range(4):
+        ended()
+    assert engine._ahead() == 2

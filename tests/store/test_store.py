@@ -8,7 +8,7 @@ import pytest
 
 from tui.model.states import State
 from tui.model.task import Task
-from tui.store.db import Store, StoreError, engine_sockets
+from tui.store.db import Move, Store, StoreError, engine_sockets
 from tui.store.schema import MIGRATIONS
 
 
@@ -220,6 +220,43 @@ async def test_a_run_starts_through_the_checked_transition(store: Store) -> None
     assert (await store.transitions(t.id))[-1][2:4] == ("RUNNING", "attempt 1")
     assert await store.start_run(t.id, "engine") is None  # already RUNNING: once only
     assert [r.id for r in await store.runs(t.id)] == [began.run_id]
+
+
+async def test_a_run_that_never_started_is_taken_back_whole(store: Store) -> None:
+    # A run sent ahead and given back unstarted (tui.engine.dispatch): its row goes, its task
+    # is queued again, and its next run is the same attempt.
+    t = _task("a")
+    await store.insert_tasks([t], approved=True)
+    await store.transition(t.id, State.PENDING, State.QUEUED)
+    began = await store.start_run(t.id, "engine")
+    assert began is not None
+    back = Move(t.id, State.RUNNING, State.QUEUED, "not started: no slot came free in time")
+    rec = await store.unstart_run(began.run_id, back)
+    assert rec is not None and (rec.state, rec.attempts) == (State.QUEUED, 0)
+    assert await store.runs(t.id) == []
+    again = await store.start_run(t.id, "engine")
+    assert again is not None and again.attempt == 1 and again.previous_runs == []
+    log = [(frm, to, why) for _, frm, to, why, _ in await store.transitions(t.id)][-3:]
+    assert log == [
+        ("QUEUED", "RUNNING", "attempt 1"),
+        ("RUNNING", "QUEUED", "not started: no slot came free in time"),
+        ("QUEUED", "RUNNING", "attempt 1"),
+    ]
+    # One whose process was recorded did start: it is not taken back.
+    await store.set_run_process(again.run_id, 123, 123, 1)
+    assert await store.unstart_run(again.run_id, back) is None
+    assert [r.id for r in await store.runs(t.id)] == [again.run_id]
+    assert (await store.get_task(t.id)).state == State.RUNNING  # type: ignore[union-attr]
+    # Nor one whose task moved meanwhile (a cancel): its row stays, its attempt counted.
+    u = _task("b")
+    await store.insert_tasks([u], approved=True)
+    await store.transition(u.id, State.PENDING, State.QUEUED)
+    third = await store.start_run(u.id, "engine")
+    assert third is not None
+    await store.transition(u.id, State.RUNNING, State.CANCELLED, "cancelled by user")
+    assert await store.unstart_run(third.run_id, Move(u.id, State.RUNNING, State.QUEUED)) is None
+    assert [r.id for r in await store.runs(u.id)] == [third.run_id]
+    assert (await store.get_task(u.id)).attempts == 1  # type: ignore[union-attr]
 
 
 async def test_engine_sockets_are_read_from_a_path_with_uri_characters(tmp_path: Path) -> None:

@@ -32,6 +32,11 @@ READY = "ready to run"
 # sent ahead would wait for long (shown RUNNING, its agent not started) or be given back.
 AHEAD = 8
 QUICK = 0.05
+# After a run sent ahead was given back (runs are not all quick), twice as many quick runs in a
+# row are needed before more are sent (up to this many times the concurrency); a long quick
+# stretch earns the trust back. A steady mix of quick and slow runs then stops sending ahead
+# after a withdrawal or two instead of giving a run back about once per slow run.
+BACKOFF_MOST = 64
 
 if TYPE_CHECKING:
     from tui.engine.hooks import HookRunner
@@ -49,6 +54,7 @@ class Dispatch(EngineCore):
     _batch: asyncio.Lock
     _started: bool
     _quick: int  # runs in a row that were quick (QUICK)
+    _backoff: int  # the quick runs needed, in concurrencies (BACKOFF_MOST)
     _ahead_most: int  # AHEAD, or what the engine was made with
     _adopted_runs: int  # runs going on under a dead engine's keeper (tui.engine.adoption)
     _holds: Callable[[TaskRecord], bool] | None  # the executor's: a run may be sent ahead
@@ -348,7 +354,7 @@ class Dispatch(EngineCore):
         (Ray, no keeper), runs adopted from a dead engine still going on, or runs that were not
         quick of late."""
         c = self.queue.concurrency
-        if self._quick < c or self._holds is None or self.queue.agent_limits:
+        if self._quick < c * self._backoff or self._holds is None or self.queue.agent_limits:
             return 0
         if self._adopted_runs:  # their agents take slots this engine's keeper does not count
             return 0
@@ -362,10 +368,15 @@ class Dispatch(EngineCore):
     def _paced(self, run: Run) -> None:
         """``run`` ended: whether runs are quick enough to send some ahead (``_ahead``)."""
         if run.began:
-            quick = time.monotonic() - run.began < QUICK
-            self._quick = self._quick + 1 if quick else 0
+            if time.monotonic() - run.began >= QUICK:
+                self._quick = 0
+                return
+            self._quick += 1
+            if self._backoff > 1 and self._quick >= 2 * self.queue.concurrency * self._backoff:
+                self._backoff //= 2
         elif run.kill_reason == "unstarted":  # it waited for a slot in vain: runs are long
             self._quick = 0
+            self._backoff = min(2 * self._backoff, BACKOFF_MOST)
 
     def _busy(self, freeing: str | None = None) -> Mapping[str, int]:
         """The runs going on (but ``freeing``'s) per agent type, as ``RunQueue.pick`` takes

@@ -171,6 +171,8 @@ class RunEnd(EngineCore):
         finish a run the end log names (tui.engine.end_log)."""
         task_id = run.task_id
         rec = self._tasks[task_id]
+        if run.kill_reason == "unstarted" and await self._unstarted(run, rec, error):
+            return
         task = rec.task  # a property of the record: read once
         interrupted = run.interrupted and outcome != State.COMPLETED
         review = outcome == State.COMPLETED and task.review and not interrupted
@@ -223,6 +225,20 @@ class RunEnd(EngineCore):
         if outcome == State.CANCELLED:
             await self._cascade_failure(task_id)
         self._changed_now(schedule=self._loop_has_work(task_id))
+
+    async def _unstarted(self, run: Run, rec: TaskRecord, why: str) -> bool:
+        """A run sent ahead that never started: taken back whole (its row, its attempt), the
+        task queued again to wait for a slot as it did. False if it could not be (the task
+        moved meanwhile): it then ends as any interrupted run."""
+        move = Move(rec.id, State.RUNNING, State.QUEUED, why)
+        new = await self.store.unstart_run(run.run_id, move, base=rec)
+        if new is None:
+            return False
+        self._running.pop(rec.id, None)
+        self._took(new)
+        self._enqueue(new)
+        self._changed_now()
+        return True
 
     def _loop_has_work(self, task_id: str) -> bool:
         """Whether the schedule loop may have something to do after ``task_id``'s run ended:

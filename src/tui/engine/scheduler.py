@@ -119,6 +119,7 @@ class Engine(Dispatch, RunEnd, Adoption, Questions, Subtasks, TaskCommands):
         self._retrying: set[str] = set()  # tasks waiting for an automatic retry
         self._running: dict[str, Run] = {}
         self._quick = 0
+        self._backoff = 1
         self._ahead_most = ahead  # runs sent ahead of a free slot, at most (0: none)
         self._adopted_runs = 0
         self._holds = getattr(self.executor, "holds", None)  # tui.engine.dispatch._ahead

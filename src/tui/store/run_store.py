@@ -17,6 +17,12 @@ from tui.store.records import RunRecord, RunStart, TaskRecord
 from tui.store.tasks import Move
 from tui.store.tx import Database
 
+_UNCOUNT_ATTEMPT: tasks.Sets = ("attempts = attempts - 1", ())
+
+
+class _Kept(Exception):
+    """``unstart_run``'s transaction taken back: the task was not RUNNING any more."""
+
 
 class RunEndArgs(TypedDict, total=False):
     """How a run ended, as :meth:`RunStore.end_run` stores it (what is left out: none, zero,
@@ -62,6 +68,33 @@ class RunStore:
         if began is not None:
             with_spec(began.task, base)
         return began
+
+    async def unstart_run(
+        self, run_id: int, then: Move, base: TaskRecord | None = None
+    ) -> TaskRecord | None:
+        """A run sent ahead that never started (tui.procs.keeper_slots): its row deleted and
+        its task moved by ``then`` (RUNNING → QUEUED) with the attempt it counted taken back,
+        in one transaction — its next run is the same attempt, as if this one had never been
+        stored (the journal keeps its two rows). Returns the task moved, or None."""
+        self._procs.pop(run_id, None)  # no process: nothing noted, but never ride it
+        now = time.time()
+        deps = deps_of(base, then.task_id)
+
+        def tx(t: Tx) -> TaskRecord | None:
+            gone = t.db.execute(
+                "DELETE FROM runs WHERE id = ? AND ended_at IS NULL AND pid IS NULL", (run_id,)
+            )
+            if gone.rowcount != 1:  # started or ended after all: not this to take back
+                return None
+            moved = tasks.transition(t, then, now, deps=deps, sets=_UNCOUNT_ATTEMPT)
+            if moved is None:  # the task moved meanwhile: its run row stays
+                raise _Kept
+            return moved
+
+        try:
+            return with_spec(await self._db.call(tx, quick=True), base)
+        except _Kept:
+            return None
 
     async def set_run_process(
         self, run_id: int, pid: int, pgid: int, proc_start: int | Callable[[], int | None] | None
