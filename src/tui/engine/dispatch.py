@@ -404,6 +404,9 @@ class Dispatch(EngineCore):
         self._took(began.task)
         task_id = began.task.id
         run = Run(task_id, began.run_id, attempt=began.attempt)
+        # Its start may wait at the keeper for a slot (it may have been sent ahead) only if it
+        # may be given back: never, say, a task with hooks (its on_start would run twice).
+        run.may_wait = self._holdable(task_id)
         self._running[task_id] = run
         if not self._started:
             # Stored in a run's end's transaction as the engine began to stop: `stop` does not

@@ -60,6 +60,7 @@ class Run(LineCounter):
     waiting_room: bool = False
     runner: asyncio.Task[None] | None = None  # the engine's task carrying the run to its end
     began: float = 0.0  # time.monotonic() as its agent was reported started (0: not yet)
+    may_wait: bool = False  # its agent's start may wait for a slot (tui.engine.dispatch)
     open_questions: set[str] = field(default_factory=set)
     _inbox: asyncio.Queue[tuple[str, asyncio.Future[bool]]] | None = field(default=None, repr=False)
     # The timeout's clock (``working``/``waiting``), made when first asked for: only a run
@@ -389,8 +390,8 @@ class _Counted:
     """The keeper's spawn for one run: its first agent takes one of the keeper's slots (the
     engine's concurrency), so that the keeper can start a run sent ahead the moment a slot
     frees (tui.procs.keeper_slots). An ``adoptable`` run's agent (a plain command's) outlives
-    this engine if it dies, for the next one to carry on; such a run may be sent ahead: its
-    start then waits for a slot, its timeout not counting meanwhile."""
+    this engine if it dies, for the next one to carry on; such a run may be sent ahead
+    (``Run.may_wait``): its start then waits for a slot, its timeout not counting meanwhile."""
 
     __slots__ = ("adoptable", "keeper", "run", "slots")
 
@@ -411,7 +412,7 @@ class _Counted:
     ) -> Child:
         slots = self.slots
         run = self.run
-        hold = self.adoptable and slots > 0
+        hold = self.adoptable and slots > 0 and run.may_wait
         if hold:
             run.pause_clock()
         try:
