@@ -24,15 +24,14 @@ from tui.store.tasks import Move
 ERRORS = (State.FAILED, State.TIMED_OUT)
 
 
-def interrupted_move(rec: TaskRecord, reason: str = "interrupted") -> Move:
-    """RUNNING → QUEUED for an attempt the engine interrupted (it died or stopped, or its run
-    was sent ahead and never started): not the task's failure, so the attempt is not counted
-    (attempt_base follows attempts)."""
+def interrupted_move(rec: TaskRecord) -> Move:
+    """RUNNING → QUEUED for an attempt the engine interrupted (it died or stopped): not the
+    task's failure, so the attempt is not counted (attempt_base follows attempts)."""
     return Move(
         rec.id,
         State.RUNNING,
         State.QUEUED,
-        reason,
+        "interrupted",
         {"attempt_base": rec.attempt_base + 1, "retry_at": None},
     )
 

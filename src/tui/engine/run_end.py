@@ -179,8 +179,7 @@ class RunEnd(EngineCore):
         # The run's end, the result and the task's next state share one transaction.
         move: Move | None
         if interrupted:
-            why = error if run.kill_reason == "unstarted" else "interrupted"
-            move, retrying, stored = interrupted_move(rec, why), False, None
+            move, retrying, stored = interrupted_move(rec), False, None
         elif review:
             move, retrying = None, False
         else:

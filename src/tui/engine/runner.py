@@ -23,6 +23,7 @@ from tui.engine.adapter import Adapter, AdapterError, RunResult, adoptive
 from tui.engine.output import LineCounter
 from tui.model.duration import format_duration
 from tui.model.states import State
+from tui.model.task import Task
 from tui.procs.groups import terminate_group
 from tui.procs.keeper_client import Keeper, KeeperLost, NotStarted
 from tui.procs.kept_child import KeptChild
@@ -285,7 +286,7 @@ class LocalExecutor:
             spawner = self.spawner
             keeper = self.keeper
             if keeper is not None:
-                adoptable = task.worktree is None and adoptive(adapter) is not None
+                adoptable = self._adoptable(task)
                 if adoptable and not keeper.set_up:  # told once (three calls a run saved)
                     # Its agent outlives this engine if it dies: the next one carries it on.
                     keeper.setup(host.engine_id, host.db_path)
@@ -354,17 +355,16 @@ class LocalExecutor:
             if proc.returncode is None:
                 await terminate_group(proc.pid, grace=0.5, proc=proc)
 
+    def _adoptable(self, task: Task) -> bool:
+        """A plain command's run, not in a worktree: its agent outlives this engine if it dies
+        (the next one carries it on), and nothing of it runs before its agent starts."""
+        return task.worktree is None and adoptive(self.adapters.get(task.agent.type)) is not None
+
     def holds(self, rec: TaskRecord) -> bool:
         """Whether a run of ``rec`` may be sent ahead of a free slot (tui.engine.dispatch):
         its agent's start then waits at the keeper, or is given back if none comes free in
-        time — only a plain command's (adoptable) run, which does nothing before its agent
-        starts; not one in a worktree (made first)."""
-        task = rec.task
-        return (
-            self.keeper is not None
-            and task.worktree is None
-            and adoptive(self.adapters.get(task.agent.type)) is not None
-        )
+        time — only an adoptable run's (``_adoptable``)."""
+        return self.keeper is not None and self._adoptable(rec.task)
 
     async def close(self) -> None:
         if self.keeper is not None:
