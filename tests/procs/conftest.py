@@ -10,7 +10,12 @@ from tui.procs.keeper_client import Keeper
 
 
 @pytest.fixture
-async def keeper() -> AsyncIterator[Keeper]:
+def keeper_env() -> None:
+    """What a test module sets in the environment before its keepers start (none here)."""
+
+
+@pytest.fixture
+async def keeper(keeper_env: None) -> AsyncIterator[Keeper]:
     k = Keeper()
     k.start()
     try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,15 +20,9 @@ from tui.procs.process import Child
 
 
 @pytest.fixture
-async def slow_keeper(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Keeper]:
-    """A keeper whose held starts wait up to a minute: only a slot (or a drop) ends it."""
-    monkeypatch.setenv(HOLD_ENV, "60")
-    k = Keeper()
-    k.start()
-    try:
-        yield k
-    finally:
-        await k.close()
+def keeper_env(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """Held starts wait up to a minute (only a slot or a drop ends it), or as parametrized."""
+    monkeypatch.setenv(HOLD_ENV, getattr(request, "param", "60"))
 
 
 async def _holder(keeper: Keeper) -> Child:
@@ -55,13 +48,11 @@ def _touch(path: Path) -> list[str]:
     return ["sh", "-c", 'echo ran >> "$0"', str(path)]
 
 
-async def test_a_held_start_begins_when_the_slot_frees(slow_keeper: Keeper, tmp_path: Path) -> None:
-    first = await _holder(slow_keeper)
+async def test_a_held_start_begins_when_the_slot_frees(keeper: Keeper, tmp_path: Path) -> None:
+    first = await _holder(keeper)
     ran = tmp_path / "ran"
-    held = asyncio.create_task(
-        slow_keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True)
-    )
-    await _seen_by_keeper(slow_keeper)
+    held = asyncio.create_task(keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True))
+    await _seen_by_keeper(keeper)
     assert not held.done(), "started while the only slot was taken"
     assert not ran.exists()
     await _end(first)
@@ -72,39 +63,34 @@ async def test_a_held_start_begins_when_the_slot_frees(slow_keeper: Keeper, tmp_
     assert not Path(f"/proc/{first.pid}").exists()
 
 
-async def test_a_start_not_held_is_counted_but_never_waits(slow_keeper: Keeper) -> None:
-    first = await _holder(slow_keeper)
+async def test_a_start_not_held_is_counted_but_never_waits(keeper: Keeper) -> None:
+    first = await _holder(keeper)
     # An agent that may not wait (not sent ahead: the engine counted a slot for it) starts.
-    other = await slow_keeper.spawn(["true"], cwd=None, env=None, slots=1)
+    other = await keeper.spawn(["true"], cwd=None, env=None, slots=1)
     assert await communicate(other) == (b"", b"", 0)
     await _end(first)
 
 
+@pytest.mark.parametrize("keeper_env", ["0.05"], indirect=True)
 async def test_a_held_start_with_no_slot_in_time_is_given_back_unstarted(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    keeper: Keeper, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(HOLD_ENV, "0.05")
-    keeper = Keeper()
-    keeper.start()
-    try:
-        first = await _holder(keeper)
-        ran = tmp_path / "ran"
-        with pytest.raises(NotStarted):
-            await keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True)
-        assert first.returncode is None  # the slot's agent goes on
-        await _end(first)
-        await _seen_by_keeper(keeper)
-        assert not ran.exists(), "a start given back ran all the same"
-        # The slot it would have had is free: the next held start begins at once.
-        again = await keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True)
-        assert await communicate(again) == (b"", b"", 0)
-        assert ran.read_text() == "ran\n"
-    finally:
-        await keeper.close()
+    first = await _holder(keeper)
+    ran = tmp_path / "ran"
+    with pytest.raises(NotStarted):
+        await keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True)
+    assert first.returncode is None  # the slot's agent goes on
+    await _end(first)
+    await _seen_by_keeper(keeper)
+    assert not ran.exists(), "a start given back ran all the same"
+    # The slot it would have had is free: the next held start begins at once.
+    again = await keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True)
+    assert await communicate(again) == (b"", b"", 0)
+    assert ran.read_text() == "ran\n"
 
 
 async def test_a_cancelled_held_start_never_starts(
-    slow_keeper: Keeper, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    keeper: Keeper, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A start the keeper made after all is killed as soon as its "spawned" comes back, most
     # often before its command did anything: seen here, not by its file alone.
@@ -116,32 +102,26 @@ async def test_a_cancelled_held_start_never_starts(
         end(child)
 
     monkeypatch.setattr(keeper_client, "_end", spy)
-    first = await _holder(slow_keeper)
+    first = await _holder(keeper)
     ran = tmp_path / "ran"
-    held = asyncio.create_task(
-        slow_keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True)
-    )
-    await _seen_by_keeper(slow_keeper)
+    held = asyncio.create_task(keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True))
+    await _seen_by_keeper(keeper)
     held.cancel()
     with pytest.raises(asyncio.CancelledError):
         await held
     await _end(first)  # its slot frees after the drop reached the keeper
-    nxt = await slow_keeper.spawn(["true"], cwd=None, env=None, slots=1, hold=True)
+    nxt = await keeper.spawn(["true"], cwd=None, env=None, slots=1, hold=True)
     assert await communicate(nxt) == (b"", b"", 0)
     assert killed == [], "the cancelled start was started (then killed)"
     assert not ran.exists(), "the cancelled start ran"
 
 
-async def test_a_stopping_engine_gets_its_held_starts_back(
-    slow_keeper: Keeper, tmp_path: Path
-) -> None:
-    first = await slow_keeper.spawn(["sleep", "300"], cwd=None, env=None, slots=1)
+async def test_a_stopping_engine_gets_its_held_starts_back(keeper: Keeper, tmp_path: Path) -> None:
+    first = await keeper.spawn(["sleep", "300"], cwd=None, env=None, slots=1)
     ran = tmp_path / "ran"
-    held = asyncio.create_task(
-        slow_keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True)
-    )
-    await _seen_by_keeper(slow_keeper)
-    await slow_keeper.close()
+    held = asyncio.create_task(keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True))
+    await _seen_by_keeper(keeper)
+    await keeper.close()
     with pytest.raises(NotStarted):
         await held
     assert not ran.exists()
@@ -149,16 +129,14 @@ async def test_a_stopping_engine_gets_its_held_starts_back(
     assert not Path(f"/proc/{first.pid}").exists()
 
 
-async def test_a_dead_engines_held_starts_never_start(slow_keeper: Keeper, tmp_path: Path) -> None:
-    first = await slow_keeper.spawn(["sleep", "300"], cwd=None, env=None, slots=1)
+async def test_a_dead_engines_held_starts_never_start(keeper: Keeper, tmp_path: Path) -> None:
+    first = await keeper.spawn(["sleep", "300"], cwd=None, env=None, slots=1)
     ran = tmp_path / "ran"
-    held = asyncio.create_task(
-        slow_keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True)
-    )
-    await _seen_by_keeper(slow_keeper)
-    popen = slow_keeper._popen
-    assert popen is not None and slow_keeper._transport is not None
-    slow_keeper._transport.abort()  # as the engine's kill -9 closes its end
+    held = asyncio.create_task(keeper.spawn(_touch(ran), cwd=None, env=None, slots=1, hold=True))
+    await _seen_by_keeper(keeper)
+    popen = keeper._popen
+    assert popen is not None and keeper._transport is not None
+    keeper._transport.abort()  # as the engine's kill -9 closes its end
     assert await asyncio.to_thread(popen.wait, 30) == 0
     with pytest.raises(KeeperLost):
         await held
